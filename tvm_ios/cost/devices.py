@@ -1,0 +1,65 @@
+"""Device specifications used by the analytical cost models.
+
+Figures are the vendors' published peaks (FP32, no tensor cores) and this CI machine's
+rough ones; the models use them for ranking, not for exact latencies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DeviceSpec", "DEVICES", "get_device"]
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """A compute device for the analytical models.
+
+    Parameters
+    ----------
+    name : str
+        Preset name.
+    units : int
+        Streaming multiprocessors (GPU) or cores (CPU).
+    peak_gflops : float
+        Peak FP32 throughput of the whole device.
+    bandwidth_gbs : float
+        DRAM bandwidth.
+    launch_us : float
+        Cost of launching one kernel.
+    sync_us : float
+        Extra cost of a stage with concurrent groups (stream fork/join, barriers).
+    outputs_per_unit_task : int
+        Output elements one thread block (or one CPU task) computes in a typical schedule.
+    shared_kb : int
+        Shared memory per SM (local buffer), KB.
+    l2_kb : int
+        Last-level cache, KB.
+    """
+
+    name: str
+    units: int
+    peak_gflops: float
+    bandwidth_gbs: float
+    launch_us: float = 4.0
+    sync_us: float = 2.0
+    outputs_per_unit_task: int = 2048
+    shared_kb: int = 96
+    l2_kb: int = 6144
+
+
+DEVICES = {
+    "v100": DeviceSpec("v100", 80, 15700.0, 900.0, 4.0, 2.0, 2048, 96, 6144),
+    "a100": DeviceSpec("a100", 108, 19500.0, 1555.0, 4.0, 2.0, 2048, 164, 40960),
+    "h100": DeviceSpec("h100", 132, 66900.0, 3350.0, 3.0, 1.5, 2048, 228, 51200),
+    "cpu": DeviceSpec("cpu", 2, 100.0, 20.0, 1.0, 5.0, 4096, 32, 32768),
+}
+
+
+def get_device(name: str | DeviceSpec) -> DeviceSpec:
+    """Return a device preset by name (``v100``, ``a100``, ``h100``, ``cpu``)."""
+    if isinstance(name, DeviceSpec):
+        return name
+    try:
+        return DEVICES[name.lower()]
+    except KeyError:
+        raise ValueError(f"unknown device {name!r}; presets are {sorted(DEVICES)}") from None
