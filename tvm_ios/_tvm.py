@@ -49,6 +49,11 @@ def make_target(target: str | dict | Target) -> Target:
         ) from err
 
 
+def target_to_dict(target: Target) -> dict:
+    """A target's attributes as plain JSON-serialisable Python values."""
+    return {str(k): _plain(v) for k, v in target.export().items()}
+
+
 def cpu():
     """The host CPU device."""
     return tvm.cpu()

@@ -1,0 +1,188 @@
+"""Cross-compile a model into a benchmark artifact on a machine with no GPU.
+
+An artifact directory holds ``model.so`` (the exported Relax VM library, weights as
+arguments), ``reference.npz`` (the output of TVM's default ``llvm`` build on the artifact's
+input and weights), for CUDA targets ``kernels.fatbin`` (the library's CUDA source compiled
+here by nvcc, so the GPU host needs neither NVRTC nor nvcc), and ``manifest.json``.
+Weights and input travel as recipes (:mod:`tvm_ios.bench.tensors`).
+"""
+from __future__ import annotations
+
+import datetime
+import logging
+import platform
+from pathlib import Path
+
+import numpy as np
+import tvm_ffi
+
+from .. import __version__ as TVM_IOS_VERSION
+from .. import _tvm
+from ..runtime import compare
+from . import tensors
+from .manifest import Manifest, sha256_bytes, sha256_file
+
+__all__ = ["build_artifact", "VARIANTS", "argument_specs"]
+
+logger = logging.getLogger(__name__)
+
+#: Variants a build can produce: TVM's default build, IOS stages run one kernel at a time.
+VARIANTS = ("tvm-default", "ios-sequential")
+LIBRARY, REFERENCE, KERNELS = "model.so", "reference.npz", "kernels.fatbin"
+
+
+def argument_specs(mod, params: dict) -> tuple[list[dict], list[dict]]:
+    """Inputs and weights of ``mod["main"]`` in argument order, as name/shape/dtype/position.
+
+    A parameter named in ``params`` is a weight; any other is an input.
+    """
+    inputs, weights = [], []
+    for position, var in enumerate(mod["main"].params):
+        name, shape = _tvm.var_name(var), _tvm.shape_of(var)
+        if shape is None:
+            raise ValueError(f"argument {name!r} of main has no static shape; an artifact "
+                             "needs static shapes")
+        spec = {"name": name, "shape": list(shape), "dtype": _tvm.dtype_of(var),
+                "position": position}
+        (weights if name in params else inputs).append(spec)
+    missing = sorted(set(params) - {w["name"] for w in weights})
+    if missing:
+        raise ValueError(f"params {missing[:5]} are not arguments of main")
+    return inputs, weights
+
+
+def _recipes(inputs, weights, params, seed):
+    input_recipes = [dict(spec, **tensors.input_recipe(spec["name"], spec["shape"],
+                                                         spec["dtype"], seed + i))
+                     for i, spec in enumerate(inputs)]
+    weight_recipes = [dict(spec, **tensors.recipe_of(spec["name"], params[spec["name"]],
+                                                       seed * 1_000_003 + 7 * i + 1))
+                      for i, spec in enumerate(weights)]
+    return input_recipes, weight_recipes
+
+
+def _apply_variant(mod, variant: str, target, ios_options: dict):
+    """Rewrite ``mod`` for ``variant``; returns (module, schedule JSON or None)."""
+    if variant == "tvm-default":
+        return mod, None
+    if variant != "ios-sequential":
+        raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415  (heavy, on demand)
+    from ..passes.apply_schedule import schedule_of  # noqa: PLC0415
+    from ..passes.ios_pass import IOSPass  # noqa: PLC0415
+
+    options = dict(ios_options)
+    device = options.pop("device", "h100" if target.kind.name == "cuda" else "cpu")
+    rewritten = IOSPass(cost_model=AnalyticalCostModel(device=device), **options)(mod)
+    schedule = schedule_of(rewritten)
+    return rewritten, (schedule.to_json() if schedule is not None else None)
+
+
+def _cuda_sources(executable) -> list[str]:
+    found, stack = [], [executable.mod]
+    while stack:
+        module = stack.pop()
+        if module.kind == "cuda":
+            found.append(module.inspect_source(""))
+        stack.extend(module.imports)
+    return found
+
+
+def _compile_kernels(executable, target, out: Path) -> dict | None:
+    """Compile the library's CUDA source with nvcc here; None for non-CUDA targets."""
+    if target.kind.name != "cuda":
+        return None
+    from tvm.support import nvcc  # noqa: PLC0415
+
+    sources = _cuda_sources(executable)
+    if len(sources) != 1:
+        raise RuntimeError(f"expected one CUDA module in the library, found {len(sources)}")
+    with target:
+        binary = nvcc.compile_cuda(sources[0], target_format="fatbin", compiler="nvcc")
+    (out / KERNELS).write_bytes(bytes(binary))
+    return {"format": "fatbin", "source_sha256": sha256_bytes(sources[0].encode()),
+            "compiler": "nvcc " + ".".join(map(str, nvcc.get_cuda_version()))}
+
+
+def _reference(mod, inputs, weights, arrays) -> list[np.ndarray]:
+    """Outputs of TVM's default llvm build of the unrewritten module."""
+    exe = compare.build(mod, "llvm", {w["name"]: arrays[w["name"]] for w in weights})
+    out = compare.run(exe, [arrays[i["name"]] for i in inputs])
+    return _flatten(out)
+
+
+def _flatten(value) -> list[np.ndarray]:
+    if isinstance(value, np.ndarray):
+        return [value]
+    return [a for v in value for a in _flatten(v)]
+
+
+def _versions() -> dict:
+    return {"tvm": _tvm.TVM_VERSION, "tvm_ffi": tvm_ffi.__version__,
+            "tvm_ios": TVM_IOS_VERSION, "numpy": np.__version__,
+            "python": platform.python_version()}
+
+
+def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target="llvm",
+                   variant: str = "tvm-default", ios_options: dict | None = None,
+                   seed: int = 0, tolerance: dict | None = None) -> Manifest:
+    """Build ``mod`` for ``target`` and write a benchmark artifact into ``out_dir``.
+
+    Parameters
+    ----------
+    mod : IRModule
+        The model; ``main`` takes the inputs and the weights named in ``params``.
+    params : dict
+        Weights by argument name (their statistics seed the recipes; see ``tensors``).
+    out_dir : str or Path
+        Directory to write (created; existing artifact files are replaced).
+    model, batch : str, int
+        Recorded in the manifest.
+    target : str, dict or Target
+        Build target (``nvidia/nvidia-h100`` for sm_90a, ``llvm`` runs here).
+    variant : str
+        One of :data:`VARIANTS`.
+    ios_options : dict, optional
+        Options of ``IOSPass`` for ``ios-sequential`` (``max_group_size``, ...).
+    seed : int
+        Seed of the input and weight recipes.
+    tolerance : dict, optional
+        ``atol``/``rtol`` of the reference check (max error <= atol + rtol * max|ref|).
+
+    Returns
+    -------
+    Manifest
+        The manifest written to ``out_dir/manifest.json``.
+    """
+    target = _tvm.make_target(target)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    inputs, weights = argument_specs(mod, params)
+    input_recipes, weight_recipes = _recipes(inputs, weights, params, seed)
+    arrays = {r["name"]: tensors.materialize(r) for r in input_recipes + weight_recipes}
+    rewritten, schedule = _apply_variant(mod, variant, target, ios_options or {})
+    logger.info("compiling %s (%s, batch %d) for %s", model, variant, batch, target.kind.name)
+    executable = _tvm.compile_module(rewritten, target)
+    executable.export_library(str(out / LIBRARY))
+    kernels = _compile_kernels(executable, target, out)
+    outputs = _reference(mod, inputs, weights, arrays)
+    np.savez(out / REFERENCE, *outputs)
+    files = {"library": LIBRARY, "reference": REFERENCE}
+    if kernels is not None:
+        files["kernels"] = KERNELS
+    manifest = Manifest(
+        model=model, batch=int(batch), variant=variant, target=_tvm.target_to_dict(target),
+        target_kind=target.kind.name, arch=str(target.attrs.get("arch", "") or ""),
+        versions=_versions(), created=datetime.datetime.now(datetime.timezone.utc)
+        .isoformat(timespec="seconds"),
+        flags={"pipeline": "default", "ios_options": ios_options or {}, "seed": seed},
+        schedule=schedule,
+        files={role: {"name": name, "sha256": sha256_file(out / name)}
+               for role, name in files.items()},
+        inputs=input_recipes, params=weight_recipes,
+        outputs=[{"name": f"arr_{i}", "shape": list(o.shape), "dtype": str(o.dtype)}
+                 for i, o in enumerate(outputs)],
+        tolerance=tolerance or {"atol": 1e-4, "rtol": 1e-3}, kernels=kernels)
+    manifest.validate(str(out))
+    manifest.save(out)
+    return manifest

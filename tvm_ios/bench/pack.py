@@ -1,0 +1,151 @@
+"""Pack TVM's runtime subset, apache-tvm-ffi and benchmark artifacts for an offline GPU host.
+
+The pack is one ``.tar.gz`` with ``site/`` (the ``tvm`` package without
+``libtvm_compiler.so`` and without headers and sources, ``tvm_ffi`` unpacked from a wheel
+for the host's Python, the few runtime-only modules of ``tvm_ios``, optionally
+``libcudart`` and further wheels such as numpy), ``artifacts/`` and ``run.sh``. On the
+host: ``tar xzf pack.tar.gz && sh pack/run.sh`` runs every artifact and writes
+``pack/results.json``. The whole must stay under :data:`LIMIT_BYTES` (64 MiB).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+__all__ = ["LIMIT_BYTES", "RUNTIME_MODULES", "PackTooLarge", "copy_runtime", "unpack_wheel",
+           "build_pack"]
+
+logger = logging.getLogger(__name__)
+
+LIMIT_BYTES = 64 * 1024 * 1024
+#: tvm_ios modules the runner needs (relative to the package root); none imports the compiler.
+RUNTIME_MODULES = ("__init__.py", "cli/__init__.py", "cli/bench_run.py", "bench/__init__.py",
+                   "bench/manifest.py", "bench/tensors.py", "bench/run.py",
+                   "bench/torch_baselines.py")
+# Parts of the tvm package a runtime-only import never reads.
+_TVM_SKIP_DIRS = {"3rdparty", "src", "include", "web", "__pycache__"}
+_TVM_SKIP_FILES = {"libtvm_compiler.so"}
+_FFI_SKIP_DIRS = {"include", "src", "3rdparty", "cython", "stub", "__pycache__"}
+_RUN_SH = """#!/bin/sh
+# Run every artifact of this pack with TVM's runtime only; results in results.json.
+HERE=$(cd "$(dirname "$0")" && pwd)
+export PYTHONPATH="$HERE/site${PYTHONPATH:+:$PYTHONPATH}"
+export TVM_USE_RUNTIME_LIB=1 TVM_DEVICE_BACKEND_AUTOLOAD=0
+exec "${PYTHON:-python3}" -m tvm_ios.bench.run "$HERE"/artifacts/* --json "$HERE/results.json" "$@"
+"""
+
+
+class PackTooLarge(RuntimeError):
+    """The pack would exceed the size limit."""
+
+
+def _copy_tree(src: Path, dst: Path, skip_dirs: set, skip_files: set = frozenset()) -> None:
+    for root, dirs, files in os.walk(src):
+        dirs[:] = [d for d in dirs if d not in skip_dirs]
+        rel = Path(root).relative_to(src)
+        for name in files:
+            if name in skip_files or name.endswith(".pyc"):
+                continue
+            (dst / rel).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(root) / name, dst / rel / name)
+
+
+def copy_runtime(site: str | Path, tvm_dir: str | Path | None = None) -> Path:
+    """Copy the runtime subset of the ``tvm`` package (no compiler library) into ``site``."""
+    if tvm_dir is None:
+        import importlib.util  # noqa: PLC0415
+
+        tvm_dir = Path(importlib.util.find_spec("tvm").origin).parent
+    dst = Path(site) / "tvm"
+    _copy_tree(Path(tvm_dir), dst, _TVM_SKIP_DIRS, _TVM_SKIP_FILES)
+    return dst
+
+
+def unpack_wheel(wheel: str | Path, site: str | Path, skip_dirs: set = frozenset()) -> None:
+    """Unpack a wheel's packages into ``site`` (dist-info kept; top-level dirs in
+    ``skip_dirs`` below each package skipped)."""
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.infolist():
+            parts = Path(member.filename).parts
+            if len(parts) > 1 and parts[1] in skip_dirs:
+                continue
+            archive.extract(member, site)
+            mode = member.external_attr >> 16
+            if mode:
+                os.chmod(Path(site) / member.filename, mode)
+
+
+def _copy_ffi(site: Path, ffi_wheel: str | Path | None) -> None:
+    if ffi_wheel is not None:
+        unpack_wheel(ffi_wheel, site, _FFI_SKIP_DIRS)
+        return
+    import tvm_ffi  # noqa: PLC0415  (this Python's own build: for tests and same-Python hosts)
+
+    _copy_tree(Path(tvm_ffi.__file__).parent, site / "tvm_ffi", _FFI_SKIP_DIRS)
+
+
+def _copy_tvm_ios(site: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    for rel in RUNTIME_MODULES:
+        (site / "tvm_ios" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, site / "tvm_ios" / rel)
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def build_pack(output: str | Path, artifacts: list, *, ffi_wheel=None, extra_wheels=(),
+               cudart: str | Path | None = None, tvm_dir=None,
+               limit: int = LIMIT_BYTES) -> dict:
+    """Write the pack ``output`` (a ``.tar.gz``); returns its size and content summary.
+
+    Parameters
+    ----------
+    output : str or Path
+        The archive to write.
+    artifacts : list of paths
+        Artifact directories (``tvm-ios build -o``), stored under their own names.
+    ffi_wheel : path, optional
+        An ``apache-tvm-ffi`` wheel for the host's Python (e.g. cp312); without it, this
+        Python's installed ``tvm_ffi`` is packed (right only for the same Python version).
+    extra_wheels : paths
+        Further wheels to unpack into ``site`` (e.g. numpy for the host's Python).
+    cudart : path, optional
+        A ``libcudart.so.13`` to ship in ``site/tvm/lib``.
+    limit : int
+        Refuse (``PackTooLarge``) when the archive is larger.
+    """
+    output = Path(output)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "pack"
+        site = root / "site"
+        copy_runtime(site, tvm_dir)
+        _copy_ffi(site, ffi_wheel)
+        for wheel in extra_wheels:
+            unpack_wheel(wheel, site)
+        _copy_tvm_ios(site)
+        if cudart is not None:
+            shutil.copy2(cudart, site / "tvm" / "lib" / Path(cudart).name)
+        for artifact in artifacts:
+            shutil.copytree(artifact, root / "artifacts" / Path(artifact).name)
+        (root / "run.sh").write_text(_RUN_SH)
+        (root / "run.sh").chmod(0o755)
+        summary = {"site_bytes": _size(site), "artifact_bytes": _size(root / "artifacts")}
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(output, "w:gz") as archive:
+            archive.add(root, arcname="pack")
+    summary["archive_bytes"] = output.stat().st_size
+    if summary["archive_bytes"] > limit:
+        output.unlink()
+        raise PackTooLarge(f"pack would be {summary['archive_bytes'] / 2**20:.1f} MiB, over "
+                           f"{limit / 2**20:.0f} MiB (runtime {summary['site_bytes'] / 2**20:.1f}"
+                           f" MiB, artifacts {summary['artifact_bytes'] / 2**20:.1f} MiB "
+                           "unpacked); pack fewer artifacts")
+    logger.info("pack %s: %.1f MiB", output, summary["archive_bytes"] / 2**20)
+    return summary
