@@ -75,7 +75,7 @@ def _apply_variant(mod, variant: str, target, ios_options: dict):
     device = options.pop("device", "h100" if target.kind.name == "cuda" else "cpu")
     rewritten = IOSPass(cost_model=AnalyticalCostModel(device=device), **options)(mod)
     schedule = schedule_of(rewritten)
-    return rewritten, (schedule.to_json() if schedule is not None else None)
+    return rewritten, (schedule.to_dict() if schedule is not None else None)
 
 
 def _cuda_sources(executable) -> list[str]:

@@ -151,6 +151,16 @@ def _driver_version() -> str:
         return "unknown"
 
 
+def _runtime_versions(tvm, manifest: Manifest) -> dict:
+    """What ran the artifact: TVM version and path, runtime-only mode, compiler loaded."""
+    from tvm.base import _LOADED_LIBS  # noqa: PLC0415
+
+    return {"tvm": tvm.__version__, "tvm_path": str(Path(tvm.__file__).parent),
+            "runtime_only": "tvm_compiler" not in _LOADED_LIBS,
+            "relax_imported": "tvm.relax" in sys.modules, "numpy": np.__version__,
+            "python": sys.version.split()[0], "built_with": manifest.versions}
+
+
 def _ordered_args(manifest: Manifest, arrays: dict) -> list:
     specs = sorted(manifest.inputs + manifest.params, key=lambda s: s["position"])
     return [arrays[s["name"]] for s in specs]
@@ -220,7 +230,7 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
                 "min_repeat_ms": min_repeat_ms, "rotate": max(1, rotate)}
     result = BenchResult(manifest.model, manifest.batch, manifest.variant, name,
                          "ok" if ok else "mismatch", err, bound, settings=settings,
-                         versions={"tvm": tvm.__version__, "built_with": manifest.versions})
+                         versions=_runtime_versions(tvm, manifest))
     if not ok:
         logger.error("%s: output differs from the reference (max abs error %.3g > %.3g)",
                      directory, err, bound)

@@ -1,0 +1,57 @@
+"""Artifacts: reference from the recipes' tensors, sm_90a kernels built here, IOS variant."""
+import numpy as np
+import pytest
+
+from tvm_ios.bench import tensors
+from tvm_ios.bench.artifact import argument_specs, build_artifact
+from tvm_ios.bench.manifest import Manifest
+from tvm_ios.runtime import compare
+
+
+
+def test_argument_specs_split_inputs_and_weights(two_branch):
+    TwoBranch, params = two_branch
+    inputs, weights = argument_specs(TwoBranch, params)
+    assert [s["name"] for s in inputs] == ["x"] and inputs[0]["shape"] == [2, 8, 12, 12]
+    assert [(s["name"], s["position"]) for s in weights] == [("w3", 1), ("w1", 2), ("gamma", 3)]
+    with pytest.raises(ValueError, match="not arguments of main"):
+        argument_specs(TwoBranch, dict(params, extra=np.zeros(1)))
+
+
+def test_reference_is_the_llvm_output_on_the_recipes(llvm_artifact, two_branch):
+    TwoBranch = two_branch[0]
+    manifest = Manifest.load(llvm_artifact)
+    arrays = {s["name"]: tensors.materialize(s) for s in manifest.inputs + manifest.params}
+    exe = compare.build(TwoBranch, "llvm", {s["name"]: arrays[s["name"]]
+                                             for s in manifest.params})
+    expected = compare.run(exe, [arrays["x"]])
+    reference = np.load(llvm_artifact / "reference.npz")["arr_0"]
+    np.testing.assert_allclose(reference, expected, rtol=1e-6, atol=1e-6)
+    assert manifest.outputs == [{"name": "arr_0", "shape": [2, 12, 12, 12], "dtype": "float32"}]
+    assert manifest.kernels is None and manifest.target_kind == "llvm"
+
+
+def test_cuda_artifact_has_sm90a_fatbin(cuda_artifact):
+    manifest = Manifest.load(cuda_artifact)
+    manifest.check_files(cuda_artifact)
+    assert manifest.target_kind == "cuda" and manifest.arch == "sm_90a"
+    assert manifest.target["kind"] == "cuda"
+    fatbin = (cuda_artifact / "kernels.fatbin").read_bytes()
+    assert fatbin[:4] == b"\x50\xed\x55\xba"  # fatbin magic
+    assert b"sm_90a" in fatbin
+    assert manifest.kernels["compiler"].startswith("nvcc")
+    library = (cuda_artifact / "model.so").read_bytes()
+    assert b"__global__" in library  # CUDA source kept in the library for NVRTC/nvcc fallback
+
+
+def test_ios_variant_records_its_schedule(tmp_path, two_branch):
+    TwoBranch, params = two_branch
+    manifest = build_artifact(TwoBranch, params, tmp_path / "ios",
+                              model="two_branch", batch=2, target="llvm",
+                              variant="ios-sequential", ios_options={"max_group_size": 2})
+    assert manifest.variant == "ios-sequential"
+    assert manifest.schedule is not None and manifest.schedule["stages"]
+    assert manifest.flags["ios_options"] == {"max_group_size": 2}
+    with pytest.raises(ValueError, match="unknown variant"):
+        build_artifact(TwoBranch, params, tmp_path / "bad", model="m", batch=2,
+                       variant="fastest")
