@@ -9,6 +9,7 @@ Weights and input travel as recipes (:mod:`tvm_ios.bench.tensors`).
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import platform
 from pathlib import Path
@@ -28,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 #: Variants a build can produce: TVM's default build, IOS stages run one kernel at a time.
 VARIANTS = ("tvm-default", "ios-sequential")
-LIBRARY, REFERENCE, KERNELS = "model.so", "reference.npz", "kernels.fatbin"
+LIBRARY, REFERENCE, KERNELS, NET = "model.so", "reference.npz", "kernels.fatbin", "net.json"
 
 
 def argument_specs(mod, params: dict) -> tuple[list[dict], list[dict]]:
@@ -104,11 +105,13 @@ def _compile_kernels(executable, target, out: Path) -> dict | None:
             "compiler": "nvcc " + ".".join(map(str, nvcc.get_cuda_version()))}
 
 
-def _reference(mod, inputs, weights, arrays) -> list[np.ndarray]:
-    """Outputs of TVM's default llvm build of the unrewritten module."""
-    exe = compare.build(mod, "llvm", {w["name"]: arrays[w["name"]] for w in weights})
-    out = compare.run(exe, [arrays[i["name"]] for i in inputs])
-    return _flatten(out)
+def _reference(mod, inputs, weights, arrays, built=None) -> list[np.ndarray]:
+    """Outputs of TVM's default llvm build of the unrewritten module (``built`` if given)."""
+    if built is None:
+        exe = compare.build(mod, "llvm", {w["name"]: arrays[w["name"]] for w in weights})
+        return _flatten(compare.run(exe, [arrays[i["name"]] for i in inputs]))
+    ordered = sorted(inputs + weights, key=lambda s: s["position"])
+    return _flatten(compare.run(built, [arrays[s["name"]] for s in ordered]))
 
 
 def _flatten(value) -> list[np.ndarray]:
@@ -125,7 +128,7 @@ def _versions() -> dict:
 
 def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target="llvm",
                    variant: str = "tvm-default", ios_options: dict | None = None,
-                   seed: int = 0, tolerance: dict | None = None) -> Manifest:
+                   seed: int = 0, tolerance: dict | None = None, net=None) -> Manifest:
     """Build ``mod`` for ``target`` and write a benchmark artifact into ``out_dir``.
 
     Parameters
@@ -148,6 +151,9 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
         Seed of the input and weight recipes.
     tolerance : dict, optional
         ``atol``/``rtol`` of the reference check (max error <= atol + rtol * max|ref|).
+    net : Net, optional
+        The zoo definition ``mod`` was emitted from; stored as ``net.json`` so that the
+        PyTorch baselines rebuild the same model on the GPU host.
 
     Returns
     -------
@@ -165,11 +171,15 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
     executable = _tvm.compile_module(rewritten, target)
     executable.export_library(str(out / LIBRARY))
     kernels = _compile_kernels(executable, target, out)
-    outputs = _reference(mod, inputs, weights, arrays)
+    same = variant == "tvm-default" and target.kind.name == "llvm"
+    outputs = _reference(mod, inputs, weights, arrays, executable if same else None)
     np.savez(out / REFERENCE, *outputs)
     files = {"library": LIBRARY, "reference": REFERENCE}
     if kernels is not None:
         files["kernels"] = KERNELS
+    if net is not None:
+        (out / NET).write_text(json.dumps(net.to_dict()))
+        files["net"] = NET
     manifest = Manifest(
         model=model, batch=int(batch), variant=variant, target=_tvm.target_to_dict(target),
         target_kind=target.kind.name, arch=str(target.attrs.get("arch", "") or ""),

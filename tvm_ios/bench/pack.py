@@ -26,7 +26,10 @@ LIMIT_BYTES = 64 * 1024 * 1024
 #: tvm_ios modules the runner needs (relative to the package root); none imports the compiler.
 RUNTIME_MODULES = ("__init__.py", "cli/__init__.py", "cli/bench_run.py", "bench/__init__.py",
                    "bench/manifest.py", "bench/tensors.py", "bench/run.py",
-                   "bench/torch_baselines.py")
+                   "bench/torch_baselines.py", "models/netdef.py", "models/layers.py",
+                   "models/shapes.py", "models/torch_emit.py")
+# The zoo package's own __init__ emits Relax (needs the compiler); the pack gets this one.
+_MODELS_INIT = '''"""Plain-data model definitions and their PyTorch form (pack subset: no TVM)."""\n'''
 # Parts of the tvm package a runtime-only import never reads.
 _TVM_SKIP_DIRS = {"3rdparty", "src", "include", "web", "__pycache__"}
 _TVM_SKIP_FILES = {"libtvm_compiler.so"}
@@ -36,7 +39,15 @@ _RUN_SH = """#!/bin/sh
 HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH="$HERE/site${PYTHONPATH:+:$PYTHONPATH}"
 export TVM_USE_RUNTIME_LIB=1 TVM_DEVICE_BACKEND_AUTOLOAD=0
-exec "${PYTHON:-python3}" -m tvm_ios.bench.run "$HERE"/artifacts/* --json "$HERE/results.json" "$@"
+"${PYTHON:-python3}" -m tvm_ios.bench.run "$HERE"/artifacts/* --json "$HERE/results.json" "$@"
+status=$?
+# PyTorch baselines on the host's own PyTorch, for artifacts of zoo models (net.json).
+ZOO=$(ls "$HERE"/artifacts/*/net.json 2>/dev/null | xargs -r -n1 dirname)
+if [ -n "$ZOO" ] && "${PYTHON:-python3}" -c "import torch" 2>/dev/null; then
+  "${PYTHON:-python3}" -m tvm_ios.bench.torch_baselines $ZOO \
+    --json "$HERE/torch_results.json" ${TORCH_MODES:+--modes $TORCH_MODES}
+fi
+exit $status
 """
 
 
@@ -94,6 +105,7 @@ def _copy_tvm_ios(site: Path) -> None:
     for rel in RUNTIME_MODULES:
         (site / "tvm_ios" / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, site / "tvm_ios" / rel)
+    (site / "tvm_ios" / "models" / "__init__.py").write_text(_MODELS_INIT)
 
 
 def _size(path: Path) -> int:

@@ -26,7 +26,7 @@ from . import tensors
 from .manifest import Manifest, check_compatible, sha256_bytes
 
 __all__ = ["BenchResult", "CudaRuntimeMissing", "bench_artifact", "load_cuda_runtime",
-           "install_kernels", "import_runtime"]
+           "install_kernels", "import_runtime", "check_outputs"]
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ def _ordered_args(manifest: Manifest, arrays: dict) -> list:
     return [arrays[s["name"]] for s in specs]
 
 
-def _check(manifest: Manifest, directory: Path, outputs) -> tuple[float, float, bool]:
+def check_outputs(manifest: Manifest, directory: Path, outputs) -> tuple[float, float, bool]:
     """Max abs error against the reference, the bound, and whether it holds."""
     reference = np.load(directory / manifest.files["reference"]["name"])
     expected = [reference[f"arr_{i}"] for i in range(len(reference.files))]
@@ -224,7 +224,7 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
                for s in manifest.params}
     arrays = dict(weights, **{s["name"]: tvm.runtime.tensor(tensors.materialize(s), device)
                               for s in manifest.inputs})
-    err, bound, ok = _check(manifest, directory, _flatten(vm["main"](
+    err, bound, ok = check_outputs(manifest, directory, _flatten(vm["main"](
         *_ordered_args(manifest, arrays))))
     settings = {"warmup": warmup, "repeat": repeat, "number": number,
                 "min_repeat_ms": min_repeat_ms, "rotate": max(1, rotate)}

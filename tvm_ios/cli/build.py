@@ -27,11 +27,21 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=build)
 
 
+def _zoo_net(args, name):
+    """The zoo's Net of ``name`` (for the PyTorch baselines), None for an ONNX model."""
+    from .. import models  # noqa: PLC0415
+
+    if name not in models.names():
+        return None
+    return models.net(name, image_size=args.image_size, batch_size=args.batch)
+
+
 def build(args) -> int:
     """Build the artifact; print its manifest summary; ``--json`` writes the manifest."""
     from ..bench.artifact import build_artifact  # noqa: PLC0415
 
     mod, params, name = load_model(args)
+    net = _zoo_net(args, name)
     ios_options = None
     if args.ios:
         ios_options = {"max_group_size": args.max_group_size,
@@ -40,7 +50,7 @@ def build(args) -> int:
             ios_options["device"] = args.device
     manifest = build_artifact(mod, params, args.output, model=name, batch=args.batch,
                               target=args.target, seed=args.seed, ios_options=ios_options,
-                              variant="ios-sequential" if args.ios else "tvm-default")
+                              variant="ios-sequential" if args.ios else "tvm-default", net=net)
     kernels = manifest.kernels["compiler"] if manifest.kernels else "none (CPU target)"
     print(f"{name} batch {manifest.batch} [{manifest.variant}] for {manifest.target_kind} "
           f"{manifest.arch or ''} -> {args.output}")

@@ -1,0 +1,180 @@
+"""PyTorch baselines on the same model and weights as a benchmark artifact.
+
+``python -m tvm_ios.bench.torch_baselines DIR... [--modes eager cuda-graph compile]`` runs on
+the GPU host's own PyTorch: it rebuilds the model from the artifact's ``net.json`` (the zoo's
+framework-neutral definition, through :mod:`tvm_ios.models.torch_emit`), materialises the
+artifact's weights and input from their recipes, checks each mode's output against the
+artifact's CPU reference, and only then times it: warm-up, ``repeat`` repeats (CUDA events on
+a GPU) rotating over several inputs, median. Modes: ``eager``, ``cuda-graph`` (one captured
+graph replayed; inputs copied into its static buffer outside the timed region),
+``compile`` (``torch.compile`` default) and ``compile-max-autotune``.
+Imports no TVM: the host needs only PyTorch and NumPy.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import tensors
+from .manifest import Manifest
+from .run import BenchResult, check_outputs
+
+__all__ = ["MODES", "load_torch_model", "bench_torch", "main"]
+
+logger = logging.getLogger(__name__)
+
+MODES = ("eager", "cuda-graph", "compile", "compile-max-autotune")
+
+
+def load_torch_model(directory, device: str = "cpu"):
+    """``(module, manifest)``: the artifact's model as a ``torch.nn.Module`` on ``device``."""
+    from ..models.netdef import Net  # noqa: PLC0415  (plain data, no TVM)
+    from ..models.torch_emit import to_torch  # noqa: PLC0415
+
+    directory = Path(directory)
+    manifest = Manifest.load(directory)
+    manifest.check_files(directory)
+    if "net" not in manifest.files:
+        raise ValueError(f"{directory}: artifact has no net.json (built from an ONNX file?); "
+                         "PyTorch baselines need a zoo model")
+    net = Net.from_dict(json.loads((directory / manifest.files["net"]["name"]).read_text()))
+    weights = {s["name"]: tensors.materialize(s) for s in manifest.params}
+    return to_torch(net, weights).to(device), manifest
+
+
+def _runner(torch, module, mode: str, example):
+    """A callable ``run(x) -> output`` for ``mode`` (the CUDA graph copies x in first)."""
+    if mode == "eager":
+        return module
+    if mode.startswith("compile"):
+        options = {"mode": "max-autotune"} if mode == "compile-max-autotune" else {}
+        return torch.compile(module, **options)
+    if example.device.type != "cuda":
+        raise RuntimeError("cuda-graph needs a CUDA device")
+    static_in = example.clone()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            module(static_in)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = module(static_in)
+
+    def replay(x):
+        static_in.copy_(x)
+        graph.replay()
+        return static_out
+
+    return replay
+
+
+def _timed(torch, run, inputs, cuda: bool, repeat: int, number: int) -> list[float]:
+    """Per-repeat mean latency in ms; ``inputs`` rotate over the repeats."""
+    times = []
+    for r in range(repeat):
+        x = inputs[r % len(inputs)]
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(number):
+                run(x)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / number)
+        else:
+            begin = time.perf_counter()
+            for _ in range(number):
+                run(x)
+            times.append((time.perf_counter() - begin) * 1e3 / number)
+    return times
+
+
+def bench_torch(directory, modes=("eager",), device: str | None = None, warmup: int = 10,
+                repeat: int = 50, number: int = 1, rotate: int = 4) -> list[BenchResult]:
+    """Check and time each PyTorch mode on an artifact's model; one result per mode.
+
+    A mode that fails (``cuda-graph`` without a GPU, a compile error) gives a result with
+    status ``"failed: <reason>"``; one whose output differs from the reference, ``"mismatch"``;
+    neither has a latency.
+    """
+    import torch  # noqa: PLC0415
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    module, manifest = load_torch_model(directory, device)
+    (spec,) = manifest.inputs
+    base = torch.from_numpy(tensors.materialize(spec)).to(device)
+    inputs = [torch.from_numpy(tensors.materialize(spec, seed=spec["seed"] + 1000 + k))
+              .to(device) for k in range(max(1, rotate))]
+    name = torch.cuda.get_device_name() if device == "cuda" else "cpu"
+    versions = {"torch": torch.__version__, "cuda": torch.version.cuda, "numpy": np.__version__}
+    results = []
+    for mode in modes:
+        result = BenchResult(manifest.model, manifest.batch, f"torch-{mode}", name, "ok",
+                             float("nan"), 0.0, versions=versions,
+                             settings={"warmup": warmup, "repeat": repeat, "number": number,
+                                       "rotate": len(inputs)})
+        results.append(result)
+        with torch.no_grad():
+            try:
+                begin = time.perf_counter()
+                run = _runner(torch, module, mode, base)
+                out = run(base).detach().cpu().numpy().copy()
+                result.settings["setup_s"] = round(time.perf_counter() - begin, 2)
+            except Exception as err:  # noqa: BLE001  (report the mode's failure, go on)
+                result.status = f"failed: {type(err).__name__}: {str(err)[:200]}"
+                logger.warning("%s %s: %s", manifest.model, mode, result.status)
+                continue
+            result.max_abs_err, result.error_bound, ok = check_outputs(
+                manifest, Path(directory), [out])
+            if not ok:
+                result.status = "mismatch"
+                continue
+            for k in range(warmup):
+                run(inputs[k % len(inputs)])
+            result.repeats_ms = _timed(torch, run, inputs, device == "cuda", repeat, number)
+            result.latency_ms = statistics.median(result.repeats_ms)
+    return results
+
+
+def main(argv=None) -> int:
+    """Command line (prints one line per artifact and mode); exit 2 on any mismatch."""
+    parser = argparse.ArgumentParser(prog="python -m tvm_ios.bench.torch_baselines",
+                                     description="PyTorch baselines of benchmark artifacts")
+    parser.add_argument("artifact", nargs="+")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES[:3]))
+    parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda if any)")
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--number", type=int, default=1)
+    parser.add_argument("--rotate", type=int, default=4)
+    parser.add_argument("--json", metavar="FILE")
+    args = parser.parse_args(argv)
+    rows, status, seen = [], 0, set()
+    for directory in args.artifact:
+        manifest = Manifest.load(directory)
+        if (manifest.model, manifest.batch) in seen:  # one run per model and batch
+            continue
+        seen.add((manifest.model, manifest.batch))
+        for result in bench_torch(directory, args.modes, args.device, args.warmup,
+                                  args.repeat, args.number, args.rotate):
+            print(result if result.status in ("ok", "mismatch")
+                  else f"{result.model} batch {result.batch} {result.variant}: {result.status}")
+            rows.append(dict(result.to_dict(), artifact=str(directory)))
+            status = max(status, 2 if result.status == "mismatch" else 0)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
