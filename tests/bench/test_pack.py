@@ -28,6 +28,8 @@ def test_pack_is_small_and_has_no_compiler(packed):
     assert "pack/site/tvm_ios/bench/run.py" in names
     assert "pack/artifacts/two_branch_llvm/manifest.json" in names
     assert any(n.startswith("pack/site/tvm_ffi/lib/") for n in names)
+    assert "pack/site/typing_extensions.py" in names
+    assert "pack/site/tvm_ios/models/torch_emit.py" in names
 
 
 def test_unpacked_pack_runs_its_artifacts(packed, tmp_path):

@@ -2,7 +2,8 @@
 
 The pack is one ``.tar.gz`` with ``site/`` (the ``tvm`` package without
 ``libtvm_compiler.so`` and without headers and sources, ``tvm_ffi`` unpacked from a wheel
-for the host's Python, the few runtime-only modules of ``tvm_ios``, optionally
+for the host's Python and ``typing_extensions``, the few runtime-only modules of ``tvm_ios``
+and the plain-data zoo definitions with their PyTorch emitter, optionally
 ``libcudart`` and further wheels such as numpy), ``artifacts/`` and ``run.sh``. On the
 host: ``tar xzf pack.tar.gz && sh pack/run.sh`` runs every artifact and writes
 ``pack/results.json``. The whole must stay under :data:`LIMIT_BYTES` (64 MiB).
@@ -37,6 +38,7 @@ _FFI_SKIP_DIRS = {"include", "src", "3rdparty", "cython", "stub", "__pycache__"}
 _RUN_SH = """#!/bin/sh
 # Run every artifact of this pack with TVM's runtime only; results in results.json.
 HERE=$(cd "$(dirname "$0")" && pwd)
+cd "$HERE" || exit 1  # nothing in the caller's directory may shadow the packed modules
 export PYTHONPATH="$HERE/site${PYTHONPATH:+:$PYTHONPATH}"
 export TVM_USE_RUNTIME_LIB=1 TVM_DEVICE_BACKEND_AUTOLOAD=0
 "${PYTHON:-python3}" -m tvm_ios.bench.run "$HERE"/artifacts/* --json "$HERE/results.json" "$@"
@@ -100,6 +102,13 @@ def _copy_ffi(site: Path, ffi_wheel: str | Path | None) -> None:
     _copy_tree(Path(tvm_ffi.__file__).parent, site / "tvm_ffi", _FFI_SKIP_DIRS)
 
 
+def _copy_pure_dependencies(site: Path) -> None:
+    """Pure-Python modules tvm_ffi imports (``typing_extensions``), from this Python."""
+    import typing_extensions  # noqa: PLC0415
+
+    shutil.copy2(typing_extensions.__file__, site / "typing_extensions.py")
+
+
 def _copy_tvm_ios(site: Path) -> None:
     root = Path(__file__).resolve().parent.parent
     for rel in RUNTIME_MODULES:
@@ -142,6 +151,7 @@ def build_pack(output: str | Path, artifacts: list, *, ffi_wheel=None, extra_whe
         for wheel in extra_wheels:
             unpack_wheel(wheel, site)
         _copy_tvm_ios(site)
+        _copy_pure_dependencies(site)
         if cudart is not None:
             shutil.copy2(cudart, site / "tvm" / "lib" / Path(cudart).name)
         for artifact in artifacts:
