@@ -23,7 +23,7 @@ setup(
         "plot": ["matplotlib>=3.7"],
         "torch": ["torch==2.13.0"],
         "dev": ["pytest>=7", "onnx>=1.15", "psutil", "cloudpickle", "tornado",
-                "xgboost-cpu>=2.0", "matplotlib>=3.7"],
+                "xgboost-cpu>=2.0", "matplotlib>=3.7", "torch==2.13.0"],
     },
     entry_points={
         "console_scripts": ["tvm-ios=tvm_ios.cli.main:main"],

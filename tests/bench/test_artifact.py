@@ -51,7 +51,7 @@ def test_ios_variant_records_its_schedule(tmp_path, two_branch):
                               variant="ios-sequential", ios_options={"max_group_size": 2})
     assert manifest.variant == "ios-sequential"
     assert manifest.schedule is not None and manifest.schedule["stages"]
-    assert manifest.flags["ios_options"] == {"max_group_size": 2}
+    assert manifest.flags["ios_options"] == {"max_group_size": 2, "device": "cpu"}
     with pytest.raises(ValueError, match="unknown variant"):
         build_artifact(TwoBranch, params, tmp_path / "bad", model="m", batch=2,
                        variant="fastest")

@@ -73,7 +73,7 @@ def _apply_variant(mod, variant: str, target, ios_options: dict):
     from ..passes.ios_pass import IOSPass  # noqa: PLC0415
 
     options = dict(ios_options)
-    device = options.pop("device", "h100" if target.kind.name == "cuda" else "cpu")
+    device = options.pop("device")
     rewritten = IOSPass(cost_model=AnalyticalCostModel(device=device), **options)(mod)
     schedule = schedule_of(rewritten)
     return rewritten, (schedule.to_dict() if schedule is not None else None)
@@ -166,7 +166,10 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
     inputs, weights = argument_specs(mod, params)
     input_recipes, weight_recipes = _recipes(inputs, weights, params, seed)
     arrays = {r["name"]: tensors.materialize(r) for r in input_recipes + weight_recipes}
-    rewritten, schedule = _apply_variant(mod, variant, target, ios_options or {})
+    ios_options = dict(ios_options or {})
+    if variant == "ios-sequential":
+        ios_options.setdefault("device", "h100" if target.kind.name == "cuda" else "cpu")
+    rewritten, schedule = _apply_variant(mod, variant, target, ios_options)
     logger.info("compiling %s (%s, batch %d) for %s", model, variant, batch, target.kind.name)
     executable = _tvm.compile_module(rewritten, target)
     executable.export_library(str(out / LIBRARY))
@@ -185,7 +188,7 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
         target_kind=target.kind.name, arch=str(target.attrs.get("arch", "") or ""),
         versions=_versions(), created=datetime.datetime.now(datetime.timezone.utc)
         .isoformat(timespec="seconds"),
-        flags={"pipeline": "default", "ios_options": ios_options or {}, "seed": seed},
+        flags={"pipeline": "default", "ios_options": ios_options, "seed": seed},
         schedule=schedule,
         files={role: {"name": name, "sha256": sha256_file(out / name)}
                for role, name in files.items()},

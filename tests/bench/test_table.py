@@ -1,0 +1,46 @@
+"""The table: figures placed by column, ratios, mismatches, "not measured", the chart."""
+from tvm_ios.bench.table import NOT_MEASURED, bar_chart, collect, main, render
+
+
+def _row(variant, latency, status="ok", model="squeezenet", batch=1):
+    return {"model": model, "batch": batch, "variant": variant, "status": status,
+            "latency_ms": latency, "device": "cpu", "versions": {"tvm": "0.27.0.post1"}}
+
+
+def _line(page, model, batch):
+    return next(l for l in page.splitlines() if l.startswith(f"| {model} | {batch} |"))
+
+
+def test_ratio_is_best_baseline_over_best_ours():
+    rows = [_row("torch-eager", 3.0), _row("tvm-default", 2.0), _row("ios-sequential", 1.0),
+            _row("torch-compile", None, status="failed: RuntimeError")]
+    figures, meta = collect(rows)
+    cells = [c.strip() for c in _line(render(figures, meta), "squeezenet", 1).split("|")[1:-1]]
+    assert cells[2] == "3.000" and cells[6] == "2.000" and cells[7] == "1.000"
+    assert cells[4] == NOT_MEASURED and cells[-1] == "2.00x"
+    assert meta["devices"] == {"cpu"} and "tvm 0.27.0.post1" in meta["versions"]
+
+
+def test_mismatch_is_shown_and_never_counted():
+    figures, meta = collect([_row("tvm-default", None, status="mismatch"),
+                             _row("ios-sequential", 1.0)])
+    line = _line(render(figures, meta), "squeezenet", 1)
+    assert "mismatch" in line and line.rstrip(" |").endswith(NOT_MEASURED)
+
+
+def test_nothing_measured_says_so_and_draws_no_chart(tmp_path):
+    page = render({}, {})
+    assert _line(page, "nasnet_a", 16).count(NOT_MEASURED) == 8
+    assert "no figure here is estimated" in page
+    assert bar_chart({}, tmp_path / "c.png") is None
+
+
+def test_chart_and_cli(tmp_path, capsys):
+    import json
+
+    results = tmp_path / "r.json"
+    results.write_text(json.dumps([_row("tvm-default", 2.0), _row("ios-sequential", 1.5)]))
+    out = tmp_path / "docs" / "benchmarks.md"
+    assert main([str(results), "-o", str(out)]) == 0
+    assert (tmp_path / "docs" / "benchmarks.png").stat().st_size > 1000
+    assert "![median latency" in out.read_text() and "1.33x" in out.read_text()
