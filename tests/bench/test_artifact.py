@@ -55,3 +55,22 @@ def test_ios_variant_records_its_schedule(tmp_path, two_branch):
     with pytest.raises(ValueError, match="unknown variant"):
         build_artifact(TwoBranch, params, tmp_path / "bad", model="m", batch=2,
                        variant="fastest")
+
+
+@pytest.mark.slow
+def test_zoo_model_ios_artifact_for_h100(tmp_path):
+    """A zoo model with the IOS schedule, cross-compiled for sm_90a (about a minute)."""
+    import shutil
+
+    from tvm_ios import models
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    size = models.min_image_size("inception_v3")
+    mod, params = models.get("inception_v3", image_size=size)
+    manifest = build_artifact(mod, params, tmp_path / "iv3", model="inception_v3", batch=1,
+                              target="nvidia/nvidia-h100", variant="ios-sequential",
+                              net=models.net("inception_v3", image_size=size))
+    manifest.check_files(tmp_path / "iv3")
+    assert manifest.arch == "sm_90a" and manifest.schedule["stages"]
+    assert (tmp_path / "iv3" / "kernels.fatbin").read_bytes()[:4] == b"\x50\xed\x55\xba"

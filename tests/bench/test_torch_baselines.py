@@ -58,3 +58,10 @@ def test_mismatch_gives_no_latency(squeezenet_artifact, tmp_path, capsys):
 def test_artifact_without_net_is_refused(llvm_artifact):
     with pytest.raises(ValueError, match="no net.json"):
         load_torch_model(llvm_artifact)
+
+
+@pytest.mark.slow
+def test_torch_compile_matches_reference_on_cpu(squeezenet_artifact):
+    (result,) = bench_torch(squeezenet_artifact, ("compile",), device="cpu", warmup=1,
+                            repeat=3, rotate=2)
+    assert result.status == "ok" and result.latency_ms > 0, result.status
