@@ -10,20 +10,26 @@ host: ``tar xzf pack.tar.gz && sh pack/run.sh`` runs every artifact and writes
 """
 from __future__ import annotations
 
+import glob
 import logging
 import os
+import re
 import shutil
+import subprocess
+import sys
 import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["LIMIT_BYTES", "RUNTIME_MODULES", "PackTooLarge", "copy_runtime", "unpack_wheel",
-           "build_pack"]
+__all__ = ["LIMIT_BYTES", "RUNTIME_MODULES", "FFI_PIN", "PackTooLarge", "copy_runtime",
+           "unpack_wheel", "download_wheel", "find_cudart", "build_pack"]
 
 logger = logging.getLogger(__name__)
 
 LIMIT_BYTES = 64 * 1024 * 1024
+#: The apache-tvm-ffi release TVM 0.27 is used with (0.1.15 segfaults in save_json).
+FFI_PIN = "apache-tvm-ffi==0.1.14.post1"
 #: tvm_ios modules the runner needs (relative to the package root); none imports the compiler.
 RUNTIME_MODULES = ("__init__.py", "cli/__init__.py", "cli/bench_run.py", "bench/__init__.py",
                    "bench/manifest.py", "bench/tensors.py", "bench/run.py",
@@ -91,6 +97,37 @@ def unpack_wheel(wheel: str | Path, site: str | Path, skip_dirs: set = frozenset
             mode = member.external_attr >> 16
             if mode:
                 os.chmod(Path(site) / member.filename, mode)
+
+
+def download_wheel(requirement: str, python: str, dest: str | Path) -> Path:
+    """Download (with pip) one binary wheel of ``requirement`` for CPython ``python``
+    ("3.12") on manylinux x86-64 into ``dest``; returns its path."""
+    tag = python.replace(".", "")
+    platforms = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+    cmd = [sys.executable, "-m", "pip", "download", requirement, "--no-deps",
+           "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+           "--abi", f"cp{tag}", "-d", str(dest)]
+    for platform in platforms:
+        cmd += ["--platform", platform]
+    subprocess.run(cmd, check=True)
+    name = re.split(r"[<>=!~ ]", requirement)[0].replace("-", "_")
+    found = glob.glob(f"{dest}/{name}-*cp{tag}*.whl")
+    if len(found) != 1:
+        raise FileNotFoundError(f"pip download of {requirement} for Python {python} left "
+                                f"{found or 'no wheel'} in {dest}")
+    return Path(found[0])
+
+
+def find_cudart() -> Path | None:
+    """``libcudart.so.13`` of this machine's CUDA toolkit (beside nvcc), if any."""
+    nvcc = shutil.which("nvcc")
+    roots = [Path(nvcc).resolve().parent.parent] if nvcc else []
+    for root in roots + [Path("/usr/local/cuda")]:
+        for sub in ("lib64", "lib", "targets/x86_64-linux/lib"):
+            found = sorted((root / sub).glob("libcudart.so.13*"))
+            if found:
+                return found[0]
+    return None
 
 
 def _copy_ffi(site: Path, ffi_wheel: str | Path | None) -> None:

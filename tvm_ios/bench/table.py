@@ -45,19 +45,21 @@ compared with the CPU (llvm) reference stored in the artifact; a column that dif
 *mismatch* and no figure. Timing: warm-up, then repeats rotating over four input tensors,
 median; TVM columns use TVM's time evaluator (CUDA events), PyTorch columns CUDA events.
 
-On the build machine (no GPU needed):
+On the build machine (no GPU needed), `python benchmarks/gpu_artifacts.py -o gpu_bench
+--download-ffi --with-numpy` does all of the following, one pack per model:
 
 ```
 for m in inception_v3 squeezenet nasnet_a randwire resnext29; do for b in 1 16; do
   tvm-ios build --model $m --batch $b --target nvidia/nvidia-h100 -o art/$m-b$b-default
   tvm-ios build --model $m --batch $b --target nvidia/nvidia-h100 --ios -o art/$m-b$b-ios
 done; done
-python scripts/pack_runtime.py art/* --download-ffi -o pack.tar.gz   # under 64 MiB each
+python scripts/pack_runtime.py art/* --download-ffi --with-numpy -o pack.tar.gz  # < 64 MiB
 ```
 
 On the GPU host (Python 3.12, NVIDIA driver for CUDA 13, no TVM, no network):
 `tar xzf pack.tar.gz && sh pack/run.sh` (writes `results.json`, and `torch_results.json` when
-the host has PyTorch), then here: `python -m tvm_ios.bench.table results.json
+the host has PyTorch; `TORCH_MODES="eager cuda-graph compile compile-max-autotune"` adds
+max-autotune, which may take long to compile), then here: `python -m tvm_ios.bench.table results.json
 torch_results.json -o docs/benchmarks.md`.
 """
 

@@ -1,0 +1,68 @@
+#!/usr/bin/env python
+"""Build every artifact of the GPU benchmark table and pack them, one pack per model.
+
+    python benchmarks/gpu_artifacts.py -o gpu_bench [--models ...] [--batches 1 16]
+        [--download-ffi --with-numpy]
+
+For each model and batch: ``tvm-ios build`` of TVM's default build and of the IOS stage
+schedule for nvidia/nvidia-h100 (sm_90a), on this machine with no GPU (an artifact with a
+valid manifest is kept, not rebuilt); then ``gpu_bench/packs/<model>.tar.gz`` (each under
+64 MiB, with TVM's runtime, apache-tvm-ffi for the host's Python, and that model's
+artifacts). On the GPU host: ``tar xzf <model>.tar.gz && sh pack/run.sh``; back here,
+``python -m tvm_ios.bench.table */results.json */torch_results.json -o docs/benchmarks.md``.
+"""
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+import pack_runtime  # noqa: E402
+
+from tvm_ios.bench.manifest import Manifest, ManifestError  # noqa: E402
+from tvm_ios.bench.table import BATCHES, MODELS  # noqa: E402
+from tvm_ios.cli.main import main as tvm_ios  # noqa: E402
+
+
+def build(model: str, batch: int, ios: bool, out: Path, target: str) -> Path:
+    """Build one artifact unless a valid one is there; returns its directory."""
+    directory = out / f"{model}-b{batch}-{'ios' if ios else 'default'}"
+    try:
+        Manifest.load(directory).check_files(directory)
+        print(f"{directory}: kept")
+        return directory
+    except ManifestError:
+        pass
+    start = time.perf_counter()
+    argv = ["build", "--model", model, "--batch", str(batch), "--target", target,
+            "-o", str(directory)] + (["--ios", "--device", "h100"] if ios else [])
+    if tvm_ios(argv) != 0:
+        raise RuntimeError(f"tvm-ios {' '.join(argv)} failed")
+    print(f"{directory}: built in {time.perf_counter() - start:.0f} s")
+    return directory
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-o", "--output", default="gpu_bench")
+    parser.add_argument("--models", nargs="+", default=list(MODELS))
+    parser.add_argument("--batches", nargs="+", type=int, default=list(BATCHES))
+    parser.add_argument("--target", default="nvidia/nvidia-h100")
+    parser.add_argument("--no-ios", action="store_true", help="TVM default builds only")
+    pack_runtime.add_arguments(parser)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    out = Path(args.output)
+    for model in args.models:
+        artifacts = [build(model, batch, ios, out / "artifacts", args.target)
+                     for batch in args.batches for ios in ((False,) if args.no_ios
+                                                           else (False, True))]
+        (out / "packs").mkdir(parents=True, exist_ok=True)
+        pack_runtime.make_pack(args, str(out / "packs" / f"{model}.tar.gz"), artifacts)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
