@@ -71,6 +71,17 @@ def test_other_tvm_version_is_refused(artifact_copy, capsys):
     assert "TVM 0.26.0" in err and f"TVM {tvm.__version__}" in err
 
 
+def test_cuda_artifact_of_other_tvm_version_is_refused_before_loading_cuda(cuda_artifact,
+                                                                          tmp_path, capsys):
+    import shutil
+
+    copy = shutil.copytree(cuda_artifact, tmp_path / "cuda")
+    _edit_manifest(copy, lambda d: d["versions"].update(tvm="0.28.0"))
+    assert bench_run_main([str(copy)]) == 1
+    err = capsys.readouterr().err
+    assert "built with TVM 0.28.0" in err and "CUDA runtime" not in err
+
+
 @pytest.mark.skipif(tvm.cuda(0).exist, reason="a GPU is present: the CUDA runtime loads")
 def test_missing_cuda_runtime_is_a_clear_refusal(cuda_artifact, capsys):
     assert bench_run_main([str(cuda_artifact)]) == 1

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "MANIFEST_NAME", "Manifest", "ManifestError",
-           "ArtifactMismatch", "sha256_file", "sha256_bytes", "arch_number", "check_compatible"]
+           "ArtifactMismatch", "sha256_file", "sha256_bytes", "arch_number", "check_compatible",
+           "check_tvm_version", "check_arch"]
 
 SCHEMA = "tvm-ios-bench-artifact"
 SCHEMA_VERSION = 1
@@ -188,11 +189,21 @@ def check_compatible(manifest: Manifest, tvm_version: str, device_arch: str | No
     device_arch : str or None
         The device's architecture (``sm_90``), None for a CPU artifact.
     """
+    check_tvm_version(manifest, tvm_version)
+    check_arch(manifest, device_arch)
+
+
+def check_tvm_version(manifest: Manifest, tvm_version: str) -> None:
+    """Refuse an artifact built with another TVM version, naming both."""
     built = manifest.versions["tvm"]
     if built != tvm_version:
         raise ArtifactMismatch(f"artifact {manifest.model!r} was built with TVM {built}, "
                                f"this runtime is TVM {tvm_version}; rebuild it with "
                                f"TVM {tvm_version} or run it with TVM {built}")
+
+
+def check_arch(manifest: Manifest, device_arch: str | None) -> None:
+    """Refuse a CUDA artifact built for another GPU architecture, naming both."""
     if manifest.target_kind != "cuda":
         return
     want, have = arch_number(manifest.arch), arch_number(device_arch or "")

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from . import tensors
-from .manifest import Manifest, check_compatible, sha256_bytes
+from .manifest import Manifest, check_arch, check_tvm_version, sha256_bytes
 
 __all__ = ["BenchResult", "CudaRuntimeMissing", "bench_artifact", "load_cuda_runtime",
            "install_kernels", "import_runtime", "check_outputs"]
@@ -212,9 +212,10 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
     manifest = Manifest.load(directory)
     manifest.check_files(directory)
     tvm = import_runtime()
+    check_tvm_version(manifest, tvm.__version__)
     device = load_cuda_runtime(tvm, device_id) if manifest.target_kind == "cuda" else tvm.cpu()
     name, arch = _device_info(tvm, device, manifest.target_kind)
-    check_compatible(manifest, tvm.__version__, arch)
+    check_arch(manifest, arch)
     install_kernels(manifest, directory)
     from tvm.runtime.vm import VirtualMachine  # noqa: PLC0415
 
