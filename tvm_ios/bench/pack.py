@@ -22,8 +22,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-__all__ = ["LIMIT_BYTES", "RUNTIME_MODULES", "FFI_PIN", "PackTooLarge", "copy_runtime",
-           "unpack_wheel", "download_wheel", "find_cudart", "build_pack"]
+__all__ = ["LIMIT_BYTES", "RUNTIME_MODULES", "ZOO_MODULES", "FFI_PIN", "PackTooLarge",
+           "copy_runtime", "unpack_wheel", "download_wheel", "find_cudart", "build_pack"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,8 +33,9 @@ FFI_PIN = "apache-tvm-ffi==0.1.14.post1"
 #: tvm_ios modules the runner needs (relative to the package root); none imports the compiler.
 RUNTIME_MODULES = ("__init__.py", "cli/__init__.py", "cli/bench_run.py", "bench/__init__.py",
                    "bench/manifest.py", "bench/tensors.py", "bench/run.py",
-                   "bench/torch_baselines.py", "models/netdef.py", "models/layers.py",
-                   "models/shapes.py", "models/torch_emit.py")
+                   "bench/torch_baselines.py", "models/torch_emit.py")
+#: The zoo's plain-data definitions, for the PyTorch baselines (packed when present).
+ZOO_MODULES = ("models/netdef.py", "models/layers.py", "models/shapes.py")
 # The zoo package's own __init__ emits Relax (needs the compiler); the pack gets this one.
 _MODELS_INIT = '''"""Plain-data model definitions and their PyTorch form (pack subset: no TVM)."""\n'''
 # Parts of the tvm package a runtime-only import never reads.
@@ -148,7 +149,10 @@ def _copy_pure_dependencies(site: Path) -> None:
 
 def _copy_tvm_ios(site: Path) -> None:
     root = Path(__file__).resolve().parent.parent
-    for rel in RUNTIME_MODULES:
+    for rel in RUNTIME_MODULES + ZOO_MODULES:
+        if rel in ZOO_MODULES and not (root / rel).is_file():
+            logger.warning("%s is missing: the pack cannot run PyTorch baselines", rel)
+            continue
         (site / "tvm_ios" / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, site / "tvm_ios" / rel)
     (site / "tvm_ios" / "models" / "__init__.py").write_text(_MODELS_INIT)
