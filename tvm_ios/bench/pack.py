@@ -37,7 +37,7 @@ RUNTIME_MODULES = ("__init__.py", "cli/__init__.py", "cli/bench_run.py", "bench/
 #: The zoo's plain-data definitions, for the PyTorch baselines (packed when present).
 ZOO_MODULES = ("models/netdef.py", "models/layers.py", "models/shapes.py")
 # The zoo package's own __init__ emits Relax (needs the compiler); the pack gets this one.
-_MODELS_INIT = '''"""Plain-data model definitions and their PyTorch form (pack subset: no TVM)."""\n'''
+_MODELS_INIT = '''"""Plain-data model definitions and their PyTorch form (no TVM)."""\n'''
 # Parts of the tvm package a runtime-only import never reads.
 _TVM_SKIP_DIRS = {"3rdparty", "src", "include", "web", "__pycache__"}
 _TVM_SKIP_FILES = {"libtvm_compiler.so"}

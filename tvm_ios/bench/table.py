@@ -59,8 +59,8 @@ python scripts/pack_runtime.py art/* --download-ffi --with-numpy -o pack.tar.gz 
 On the GPU host (Python 3.12, NVIDIA driver for CUDA 13, no TVM, no network):
 `tar xzf pack.tar.gz && sh pack/run.sh` (writes `results.json`, and `torch_results.json` when
 the host has PyTorch; `TORCH_MODES="eager cuda-graph compile compile-max-autotune"` adds
-max-autotune, which may take long to compile), then here: `python -m tvm_ios.bench.table results.json
-torch_results.json -o docs/benchmarks.md`.
+max-autotune, which may take long to compile), then here:
+`python -m tvm_ios.bench.table results.json torch_results.json -o docs/benchmarks.md`.
 """
 
 
