@@ -52,3 +52,42 @@ def test_too_large_pack_is_refused(llvm_artifact, tmp_path):
     with pytest.raises(pack.PackTooLarge, match="over 0 MiB"):
         pack.build_pack(tmp_path / "p.tar.gz", [llvm_artifact], limit=1000)
     assert not (tmp_path / "p.tar.gz").exists()
+
+
+def _python312():
+    """A working Python 3.12 interpreter, or None."""
+    import glob
+    import shutil
+
+    candidates = [shutil.which("python3.12")] + sorted(glob.glob(
+        os.path.expanduser("~/.pyenv/versions/3.12*/bin/python")))
+    for exe in filter(None, candidates):
+        probe = subprocess.run([exe, "-c", "import sys; print(sys.version_info[:2])"],
+                               capture_output=True, text=True, check=False)
+        if probe.returncode == 0 and probe.stdout.strip() == "(3, 12)":
+            return exe
+    return None
+
+
+@pytest.mark.slow
+def test_pack_for_python312_runs_on_a_bare_python312(llvm_artifact, tmp_path):
+    """The GPU host's case: another Python (3.12) with no TVM and no numpy of its own."""
+    python = _python312()
+    if python is None:
+        pytest.skip("no Python 3.12 interpreter here")
+    try:
+        ffi = pack.download_wheel(pack.FFI_PIN, "3.12", tmp_path)
+        numpy = pack.download_wheel("numpy<2.4", "3.12", tmp_path)
+    except (subprocess.CalledProcessError, FileNotFoundError) as err:
+        pytest.skip(f"cannot download the Python 3.12 wheels: {err}")
+    out = tmp_path / "pack312.tar.gz"
+    pack.build_pack(out, [llvm_artifact], ffi_wheel=ffi, extra_wheels=[numpy])
+    with tarfile.open(out) as archive:
+        archive.extractall(tmp_path, filter="tar")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(["sh", str(tmp_path / "pack" / "run.sh"), "--repeat", "2"],
+                          env=dict(env, PYTHON=python), capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    (result,) = json.loads((tmp_path / "pack" / "results.json").read_text())
+    assert result["status"] == "ok" and result["versions"]["python"].startswith("3.12")
