@@ -66,3 +66,25 @@ def test_torch_compile_matches_reference_on_cpu(squeezenet_artifact):
     (result,) = bench_torch(squeezenet_artifact, ("compile",), device="cpu", warmup=1,
                             repeat=3, rotate=2)
     assert result.status == "ok" and result.latency_ms > 0, result.status
+
+
+@pytest.mark.slow
+def test_pack_runs_torch_baselines_without_tvm_models(squeezenet_artifact, tmp_path):
+    """run.sh in a pack: the zoo's plain-data definitions load without the Relax emitter."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    from tvm_ios.bench import pack
+
+    pack.build_pack(tmp_path / "p.tar.gz", [squeezenet_artifact])
+    with tarfile.open(tmp_path / "p.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="tar")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHON=sys.executable, TORCH_MODES="eager")
+    proc = subprocess.run(["sh", str(tmp_path / "pack" / "run.sh"), "--repeat", "2"], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads((tmp_path / "pack" / "torch_results.json").read_text())
+    assert row["variant"] == "torch-eager" and row["status"] == "ok"
