@@ -7,7 +7,8 @@ artifact's weights and input from their recipes, checks each mode's output again
 artifact's CPU reference, and only then times it: warm-up, ``repeat`` repeats (CUDA events on
 a GPU) rotating over several inputs, median. Modes: ``eager``, ``cuda-graph`` (one captured
 graph replayed; inputs copied into its static buffer outside the timed region),
-``compile`` (``torch.compile`` default) and ``compile-max-autotune``.
+``compile`` (``torch.compile`` default) and ``compile-max-autotune``. TF32 is off, so that
+PyTorch computes in float32 like the TVM builds; cuDNN picks its fastest algorithm per shape.
 Imports no TVM: the host needs only PyTorch and NumPy.
 """
 from __future__ import annotations
@@ -110,6 +111,11 @@ def bench_torch(directory, modes=("eager",), device: str | None = None, warmup: 
     import torch  # noqa: PLC0415
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    # Every column computes in float32: no TF32 in cuDNN convolutions or matmuls (PyTorch
+    # allows it in convolutions by default), fastest cuDNN algorithm per shape.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
     module, manifest = load_torch_model(directory, device)
     (spec,) = manifest.inputs
     base = torch.from_numpy(tensors.materialize(spec)).to(device)
@@ -122,7 +128,8 @@ def bench_torch(directory, modes=("eager",), device: str | None = None, warmup: 
         result = BenchResult(manifest.model, manifest.batch, f"torch-{mode}", name, "ok",
                              float("nan"), 0.0, versions=versions,
                              settings={"warmup": warmup, "repeat": repeat, "number": number,
-                                       "rotate": len(inputs)})
+                                       "rotate": len(inputs), "tf32": False,
+                                       "cudnn_benchmark": True})
         results.append(result)
         with torch.no_grad():
             try:
