@@ -44,6 +44,8 @@ artifact's recipes (`tvm_ios/bench/tensors.py`). Before it is timed, each column
 compared with the CPU (llvm) reference stored in the artifact; a column that differs shows
 *mismatch* and no figure. Timing: warm-up, then repeats rotating over four input tensors,
 median; TVM columns use TVM's time evaluator (CUDA events), PyTorch columns CUDA events.
+All columns compute in float32 (PyTorch with TF32 off); CUDA kernels of the TVM builds are
+compiled for sm_90a by nvcc on the build machine.
 
 On the build machine (no GPU needed), `python benchmarks/gpu_artifacts.py -o gpu_bench
 --download-ffi --with-numpy` does all of the following, one pack per model:
