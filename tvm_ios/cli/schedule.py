@@ -14,6 +14,7 @@ def add_parser(subparsers) -> None:
     add_ios_options(parser)
     parser.add_argument("--scheduler", choices=("ios", "sequential", "greedy"), default="ios")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule JSON here")
+    parser.add_argument("--plot", metavar="FILE", help="draw the schedule (PNG/SVG/PDF)")
     parser.set_defaults(handler=run)
 
 
@@ -41,4 +42,8 @@ def run(args) -> int:
           f"{seq.latency_us:.1f} us ({seq.latency_us / max(schedule.latency_us, 1e-9):.2f}x)")
     write_json(args.json, schedule.to_dict())
     write_json(args.output, schedule.to_dict())
+    if args.plot:
+        from ..plot import plot_schedule  # noqa: PLC0415
+
+        print(f"plot: {plot_schedule(schedule, args.plot)}")
     return 0
