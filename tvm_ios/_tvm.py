@@ -55,8 +55,14 @@ def cpu():
 
 
 def device_for(target: Target):
-    """Return the runtime device a target's code runs on."""
-    return tvm.device(target.kind.name, 0)
+    """Return the runtime device a target's code runs on (``llvm`` code runs on the CPU)."""
+    kind = target.kind.name
+    return tvm.device("cpu" if kind in ("llvm", "c") else kind, 0)
+
+
+def config_threads(num_threads: int) -> None:
+    """Size the TVM thread pool of the calling thread (each Python thread has its own)."""
+    tvm.get_global_func("runtime.config_threadpool")(0, int(num_threads))
 
 
 def shape_of(expr: relax.Expr) -> tuple[int, ...] | None:

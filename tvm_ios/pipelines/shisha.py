@@ -1,0 +1,139 @@
+"""Shisha (seed paper 003, paper II): seed generation, then online tuning.
+
+Seed (Algorithm 1): repeatedly merge the lightest group of layers with its lighter
+neighbour until N groups remain (ties: the first lightest group, the left neighbour), then
+map groups to EPs ranked fastest first (H_e):
+
+* ``rank_w``: heavier stages (summed weight) get faster EPs;
+* ``rank_l``: stages with more layers get slower EPs.
+
+Online tuning (Algorithm 2): find the slowest stage of the current configuration and move
+one layer from it toward a target stage, each stage in between handing one layer on (the
+stages in between keep their layer counts): the target is the nearest stage on a fast EP
+(``nfep``) or the lightest stage on a fast EP (``nlfep``). A configuration no better than
+the best so far increments gamma; a better one resets it; tuning stops at gamma = alpha.
+"""
+from __future__ import annotations
+
+import logging
+
+from .eps import ranked
+from .search import Evaluator, SearchResult
+from .space import Config
+
+__all__ = ["seed_stages", "assign_eps", "shisha_seed", "shisha_search", "HEURISTICS"]
+
+logger = logging.getLogger(__name__)
+
+#: The paper's Table 2: heuristic -> (assignment, balancing).
+HEURISTICS = {"H1": ("rank_l", "nlfep"), "H2": ("rank_l", "nfep"),
+              "H3": ("rank_w", "nlfep"), "H4": ("rank_w", "nfep")}
+
+
+def seed_stages(weights, num_stages: int) -> list[int]:
+    """Layers per stage after merging the lightest groups (Algorithm 1, lines 3-8)."""
+    if not 1 <= num_stages <= len(weights):
+        raise ValueError(f"Shisha seed: {num_stages} stages for {len(weights)} layers")
+    groups = [[float(w), 1] for w in weights]
+    while len(groups) > num_stages:
+        i = min(range(len(groups)), key=lambda k: (groups[k][0], k))
+        near = [k for k in (i - 1, i + 1) if 0 <= k < len(groups)]
+        j = min(near, key=lambda k: (groups[k][0], k))
+        a, b = min(i, j), max(i, j)
+        groups[a] = [groups[a][0] + groups[b][0], groups[a][1] + groups[b][1]]
+        del groups[b]
+    return [count for _, count in groups]
+
+
+def assign_eps(stages, weights, eps, assignment: str = "rank_w") -> list[int]:
+    """EP index of each stage (Algorithm 1, lines 9-12)."""
+    order = ranked(eps)
+    bounds = [0]
+    for count in stages:
+        bounds.append(bounds[-1] + count)
+    if assignment == "rank_w":
+        stage_w = [sum(weights[a:b]) for a, b in zip(bounds, bounds[1:])]
+        by = sorted(range(len(stages)), key=lambda k: (-stage_w[k], k))
+    elif assignment == "rank_l":
+        by = sorted(range(len(stages)), key=lambda k: (-stages[k], k))
+        order = order[::-1]
+    else:
+        raise ValueError(f"Shisha: assignment must be rank_w or rank_l, got {assignment!r}")
+    out = [0] * len(stages)
+    for rank, stage in enumerate(by):
+        out[stage] = order[rank]
+    return out
+
+
+def shisha_seed(weights, eps, num_stages: int | None = None,
+                assignment: str = "rank_w") -> Config:
+    """The seed configuration of Algorithm 1 (N = number of EPs unless given)."""
+    n = min(num_stages or len(eps), len(weights))
+    if n > len(eps):
+        raise ValueError(f"Shisha: {n} stages but only {len(eps)} EPs")
+    stages = seed_stages(weights, n)
+    return Config(tuple(stages), tuple(assign_eps(stages, weights, eps, assignment)))
+
+
+def _target(config: Config, times, slow: int, eps, balance: str) -> int | None:
+    others = [k for k in range(config.depth) if k != slow]
+    fast = [k for k in others if eps[config.eps[k]].is_fast] or others
+    if not fast:
+        return None
+    if balance == "nfep":
+        return min(fast, key=lambda k: (abs(k - slow), times[k], k))
+    if balance == "nlfep":
+        return min(fast, key=lambda k: (times[k], abs(k - slow), k))
+    raise ValueError(f"Shisha: balance must be nfep or nlfep, got {balance!r}")
+
+
+def move_layer(config: Config, src: int, dst: int) -> Config:
+    """Move one layer from stage ``src`` toward stage ``dst`` (net: src -1, dst +1)."""
+    stages = list(config.stages)
+    if stages[src] < 2 or src == dst:
+        raise ValueError(f"cannot move a layer from stage {src} of {config} to {dst}")
+    stages[src] -= 1
+    stages[dst] += 1
+    return Config(tuple(stages), config.eps)
+
+
+def shisha_search(evaluator: Evaluator, weights, eps, heuristic: str = "H3",
+                  alpha: int = 10, num_stages: int | None = None,
+                  seed: Config | None = None) -> SearchResult:
+    """Run Shisha; returns the best configuration it measured.
+
+    Parameters
+    ----------
+    evaluator : Evaluator
+        Measures configurations (modelled or with the real executor).
+    weights : sequence of float
+        Static layer weights (FLOPs).
+    eps : sequence of EPSpec
+        The execution places (their classes guide assignment and balancing).
+    heuristic : str
+        ``H1`` .. ``H4`` of the paper's Table 2 (H3 = rank_w + nlfep, the recommended one).
+    alpha : int
+        Configurations tried without improvement before stopping.
+    """
+    if heuristic not in HEURISTICS:
+        raise ValueError(f"Shisha: unknown heuristic {heuristic!r}; one of {list(HEURISTICS)}")
+    assignment, balance = HEURISTICS[heuristic]
+    conf = seed or shisha_seed(weights, eps, num_stages, assignment)
+    best = evaluator(conf)
+    gamma = 0
+    while gamma < alpha:
+        times = evaluator.stage_times(conf)
+        slow = max(range(conf.depth), key=lambda k: times[k])
+        target = _target(conf, times, slow, eps, balance)
+        if target is None or conf.stages[slow] < 2:
+            break
+        conf = move_layer(conf, slow, target)
+        value = evaluator(conf)
+        if value <= best:
+            gamma += 1
+        else:
+            best, gamma = value, 0
+    logger.info("shisha %s: %d configurations", heuristic, evaluator.evaluated)
+    return evaluator.result("shisha", heuristic=heuristic, alpha=alpha,
+                            seed=(seed or shisha_seed(weights, eps, num_stages,
+                                                      assignment)).to_dict())
