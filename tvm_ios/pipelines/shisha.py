@@ -75,26 +75,57 @@ def shisha_seed(weights, eps, num_stages: int | None = None,
     return Config(tuple(stages), tuple(assign_eps(stages, weights, eps, assignment)))
 
 
-def _target(config: Config, times, slow: int, eps, balance: str) -> int | None:
-    others = [k for k in range(config.depth) if k != slow]
-    fast = [k for k in others if eps[config.eps[k]].is_fast] or others
-    if not fast:
-        return None
+def _targets(config: Config, times, slow: int, eps, balance: str) -> list[int]:
+    """Stages to move a layer toward, best first: stages on fast EPs, nearest (nfep) or
+    lightest (nlfep) first, then the other stages in the same order."""
     if balance == "nfep":
-        return min(fast, key=lambda k: (abs(k - slow), times[k], k))
-    if balance == "nlfep":
-        return min(fast, key=lambda k: (times[k], abs(k - slow), k))
-    raise ValueError(f"Shisha: balance must be nfep or nlfep, got {balance!r}")
+        key = lambda k: (abs(k - slow), times[k], k)  # noqa: E731
+    elif balance == "nlfep":
+        key = lambda k: (times[k], abs(k - slow), k)  # noqa: E731
+    else:
+        raise ValueError(f"Shisha: balance must be nfep or nlfep, got {balance!r}")
+    others = [k for k in range(config.depth) if k != slow]
+    return sorted(others, key=lambda k: (not eps[config.eps[k]].is_fast,) + key(k))
 
 
-def move_layer(config: Config, src: int, dst: int) -> Config:
-    """Move one layer from stage ``src`` toward stage ``dst`` (net: src -1, dst +1)."""
+def move_layer(config: Config, src: int, dst: int, chain: bool = True) -> Config:
+    """Move one layer off stage ``src`` toward stage ``dst``: with ``chain`` every stage in
+    between hands one layer on (net: src -1, dst +1), else only the neighbour of ``src`` on
+    the way to ``dst`` takes it."""
     stages = list(config.stages)
     if stages[src] < 2 or src == dst:
         raise ValueError(f"cannot move a layer from stage {src} of {config} to {dst}")
     stages[src] -= 1
-    stages[dst] += 1
+    stages[dst if chain else src + (1 if dst > src else -1)] += 1
     return Config(tuple(stages), config.eps)
+
+
+def _next(evaluator: Evaluator, conf: Config, eps, balance: str) -> Config | None:
+    """The next configuration to try: one layer off the slowest stage toward the first
+    target whose move gives a configuration not measured yet (None when there is none)."""
+    times = evaluator.stage_times(conf)
+    slow = max(range(conf.depth), key=lambda k: times[k])
+    if conf.stages[slow] < 2:
+        return None
+    for target in _targets(conf, times, slow, eps, balance):
+        moved = move_layer(conf, slow, target)
+        if moved not in evaluator.cache:
+            return moved
+    return None
+
+
+def _tune(evaluator: Evaluator, conf: Config, eps, balance: str, alpha: int) -> None:
+    """Algorithm 2 from ``conf``."""
+    best, gamma = evaluator(conf), 0
+    while gamma < alpha:
+        conf = _next(evaluator, conf, eps, balance)
+        if conf is None:
+            break
+        value = evaluator(conf)
+        if value <= best:
+            gamma += 1
+        else:
+            best, gamma = value, 0
 
 
 def shisha_search(evaluator: Evaluator, weights, eps, heuristic: str = "H3",
@@ -111,29 +142,23 @@ def shisha_search(evaluator: Evaluator, weights, eps, heuristic: str = "H3",
     eps : sequence of EPSpec
         The execution places (their classes guide assignment and balancing).
     heuristic : str
-        ``H1`` .. ``H4`` of the paper's Table 2 (H3 = rank_w + nlfep, the recommended one).
+        ``H1`` .. ``H4`` of the paper's Table 2 (H3 = rank_w + nlfep, the one the paper
+        recommends), or ``all``: tune from each of the four seeds in turn (the paper notes
+        trying the choices costs little); every configuration measured is counted.
     alpha : int
         Configurations tried without improvement before stopping.
+    seed : Config, optional
+        Start here instead of Algorithm 1's seed.
     """
-    if heuristic not in HEURISTICS:
-        raise ValueError(f"Shisha: unknown heuristic {heuristic!r}; one of {list(HEURISTICS)}")
-    assignment, balance = HEURISTICS[heuristic]
-    conf = seed or shisha_seed(weights, eps, num_stages, assignment)
-    best = evaluator(conf)
-    gamma = 0
-    while gamma < alpha:
-        times = evaluator.stage_times(conf)
-        slow = max(range(conf.depth), key=lambda k: times[k])
-        target = _target(conf, times, slow, eps, balance)
-        if target is None or conf.stages[slow] < 2:
-            break
-        conf = move_layer(conf, slow, target)
-        value = evaluator(conf)
-        if value <= best:
-            gamma += 1
-        else:
-            best, gamma = value, 0
+    names = list(HEURISTICS) if heuristic == "all" else [heuristic]
+    if any(name not in HEURISTICS for name in names):
+        raise ValueError(f"Shisha: unknown heuristic {heuristic!r}; one of "
+                         f"{list(HEURISTICS) + ['all']}")
+    seeds = []
+    for name in names:
+        assignment, balance = HEURISTICS[name]
+        start = seed or shisha_seed(weights, eps, num_stages, assignment)
+        seeds.append(start.to_dict())
+        _tune(evaluator, start, eps, balance, alpha)
     logger.info("shisha %s: %d configurations", heuristic, evaluator.evaluated)
-    return evaluator.result("shisha", heuristic=heuristic, alpha=alpha,
-                            seed=(seed or shisha_seed(weights, eps, num_stages,
-                                                      assignment)).to_dict())
+    return evaluator.result("shisha", heuristic=heuristic, alpha=alpha, seeds=seeds)

@@ -159,8 +159,8 @@ def layer_distributions(num_layers: int, depth: int) -> np.ndarray:
     as an ``[n, depth]`` array of layer counts (lexicographic order of the cuts)."""
     if not 1 <= depth <= num_layers:
         return np.zeros((0, depth), dtype=np.int64)
-    cuts = np.array(list(itertools.combinations(range(1, num_layers), depth - 1)),
-                    dtype=np.int64).reshape(-1, depth - 1)
+    combos = list(itertools.combinations(range(1, num_layers), depth - 1))
+    cuts = np.array(combos, dtype=np.int64).reshape(len(combos), depth - 1)
     n = cuts.shape[0]
     bounds = np.hstack([np.zeros((n, 1), np.int64), cuts, np.full((n, 1), num_layers)])
     return np.diff(bounds, axis=1)

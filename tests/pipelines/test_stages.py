@@ -1,0 +1,52 @@
+"""A real pipeline over two CPU EPs (thread groups) computes what the unpartitioned model does;
+online tuners drive it with real measurements; a stage failing at run time is named."""
+import numpy as np
+import pytest
+
+from tests.pipelines.tiny import tiny_cnn
+from tvm_ios import _tvm
+from tvm_ios.pipelines.eps import parse_eps
+from tvm_ios.pipelines.executor import PipelineError, PipelineExecutor
+from tvm_ios.pipelines.run import run_search
+from tvm_ios.pipelines.space import Config, ConfigSpace
+from tvm_ios.pipelines.stages import PipelineMeasure, StagePlan, compile_stages, pipeline_specs
+from tvm_ios.runtime.compare import build, run
+
+
+@pytest.fixture(scope="module")
+def plan():
+    mod, params = tiny_cnn(size=16)
+    return StagePlan.from_model(mod, params)
+
+
+def test_two_cpu_eps_equal_unpartitioned(plan):
+    eps = parse_eps("cpu2")
+    config = Config((3, 4), (1, 0))
+    compiled = compile_stages(plan, config.stages)
+    frames = [[_tvm.tensor(a) for a in plan.inputs(seed)] for seed in range(5)]
+    result = PipelineExecutor(pipeline_specs(compiled, eps, config)).run(frames)
+    reference = build(plan.mod)
+    for seed, out in enumerate(result.outputs):
+        expected = run(reference, plan.inputs(seed))
+        assert np.abs(out[0].numpy() - expected).max() < 1e-5
+    assert [s.name for s in compiled] == ["layers0-2", "layers3-6"]
+
+
+def test_online_tuners_drive_the_executor(plan):
+    eps = parse_eps("cpu2")
+    measure = PipelineMeasure(plan, eps, frames=3)
+    space = ConfigSpace(plan.num_layers, len(eps))
+    result = run_search("shisha", space, measure, [n.flops for n in plan.graph.nodes], eps,
+                        alpha=1)
+    assert result.throughput > 0 and result.evaluated >= 2
+    assert len(measure.cache) <= 2 * result.evaluated  # compiled once per layer range
+
+
+def test_stage_failing_at_run_time_is_named(plan):
+    eps = parse_eps("cpu2")
+    config = Config((2, 5), (0, 1))
+    compiled = compile_stages(plan, config.stages)
+    good = [_tvm.tensor(x) for x in plan.inputs()]
+    wrong = [_tvm.tensor(np.zeros((1, 3, 9, 9), "float32"))]
+    with pytest.raises(PipelineError, match=r"stage 'layers0-1@cpu0' failed on frame 1"):
+        PipelineExecutor(pipeline_specs(compiled, eps, config)).run([good, wrong, good])
