@@ -1,6 +1,7 @@
 """PartitionStages: Before/Expected IR, outputs equal to the unpartitioned build, bad cuts."""
 import pytest
 import tvm
+import tvm_ffi
 from tvm.script import ir as I
 from tvm.script import relax as R
 
@@ -26,11 +27,12 @@ class Before:
 @I.ir_module
 class Expected:
     @R.function
-    def main_stage0(x: R.Tensor((4,), "float32")) -> R.Tuple(R.Tensor((4,), "float32")):
+    def main_stage0(x: R.Tensor((4,), "float32")
+                    ) -> R.Tuple(R.Tensor((4,), "float32"), R.Tensor((4,), "float32")):
         with R.dataflow():
             a = R.nn.relu(x)
             R.output(a)
-        return (a,)
+        return (x, a)
 
     @R.function
     def main_stage1(x: R.Tensor((4,), "float32"), a: R.Tensor((4,), "float32")
@@ -45,8 +47,9 @@ class Expected:
     def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
         cls = Expected
         s0 = cls.main_stage0(x)
-        a = s0[0]
-        s1 = cls.main_stage1(x, a)
+        x1 = s0[0]
+        a = s0[1]
+        s1 = cls.main_stage1(x1, a)
         c = s1[0]
         return c
 
@@ -65,6 +68,12 @@ def test_outputs_equal_unpartitioned_build():
     assert "main_stage2" in [gv.name_hint for gv in parted.get_global_vars()]
     assert compare_modules(mod, parted).max_abs_diff < 1e-5
     assert len(stage_module(parted, "main_stage1").get_global_vars()) == 1
+    # a pipeline: each stage's outputs are the next stage's inputs (lv1 passes through)
+    for k in range(2):
+        outs = parted[f"main_stage{k}"].ret_ty.fields
+        ins = [p.ty for p in parted[f"main_stage{k + 1}"].params]
+        assert len(outs) == len(ins)
+        assert all(tvm_ffi.structural_equal(a, b) for a, b in zip(outs, ins))
 
 
 @pytest.mark.parametrize("cuts", [[0], [3, 3], [99], [2, 1]])

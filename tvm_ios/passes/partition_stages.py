@@ -1,9 +1,12 @@
 """``PartitionStages``: cut a Relax function into pipeline stage functions.
 
 Given the binding indices where new stages start (``cuts``, into the function's dataflow
-block), the pass adds one Relax function per stage, ``{func}_stage{i}``, taking the values
-the stage reads from earlier stages (or the function's parameters) and returning, as a
-tuple, the values later stages or the function's result read. The original function is
+block), the pass adds one Relax function per stage, ``{func}_stage{i}``. Stages talk only
+to their neighbours, as in a pipeline: stage i takes every value that it or a later stage
+reads and that was defined before it (an earlier stage's result or a parameter of the
+function), and returns, as a tuple, every value a later stage or the function's result
+reads, passing through those it does not use itself; so the outputs of stage i are exactly
+the inputs of stage i + 1, in definition order. The original function is
 rewritten to call the stages in order, so the module computes exactly what it computed
 before (checked by running both); a pipeline executor compiles each stage function on its
 own (see :func:`stage_module`). Cuts are chosen by the pipeline schedulers
@@ -68,11 +71,14 @@ class _StageSplitter(_tvm.PyExprMutator):
         for k, (lo, hi) in enumerate(ranges):
             for binding in bindings[lo:hi]:
                 reads[k].update(v for v in _uses(binding.value) if stage_of.get(v) != k)
-        result_vars = set(_uses(func.body.body))
-        ins = [sorted(r, key=_order(func, bindings)) for r in reads]
-        outs = [[b.var for b in bindings[lo:hi]
-                 if b.var in result_vars or any(b.var in reads[j] for j in range(k + 1, len(ranges)))]
-                for k, (lo, hi) in enumerate(ranges)]
+        reads.append(set(_uses(func.body.body)))      # the result reads after the last stage
+        order = _order(func, bindings)
+        ins, outs = [], []
+        for k, (lo, hi) in enumerate(ranges):
+            later = set().union(*reads[k:])
+            ins.append(sorted((v for v in later if order(v) < lo), key=order))
+            after = set().union(*reads[k + 1:])
+            outs.append(sorted((v for v in after if order(v) < hi), key=order))
         gvars = [self._emit_stage(stage, bindings[lo:hi], ins[k], outs[k])
                  for k, ((lo, hi), stage) in enumerate(zip(ranges, stage_names(name, len(ranges))))]
         self._emit_caller(func, name, gvars, ins, outs)
@@ -109,9 +115,10 @@ class _StageSplitter(_tvm.PyExprMutator):
 
 
 def _order(func, bindings):
-    position = {p: i for i, p in enumerate(func.params)}
-    position.update({b.var: len(position) + i for i, b in enumerate(bindings)})
-    return lambda var: position.get(var, -1)
+    """Position of a variable's definition: parameters before every binding (negative)."""
+    position = {p: i - len(func.params) for i, p in enumerate(func.params)}
+    position.update({b.var: i for i, b in enumerate(bindings)})
+    return lambda var: position.get(var, -len(func.params) - 1)
 
 
 @_tvm.module_pass(opt_level=0, name="tvm_ios.PartitionStages")
