@@ -1,5 +1,8 @@
 """A real pipeline over two CPU EPs (thread groups) computes what the unpartitioned model does;
 online tuners drive it with real measurements; a stage failing at run time is named."""
+import os
+import threading
+
 import numpy as np
 import pytest
 
@@ -50,3 +53,18 @@ def test_stage_failing_at_run_time_is_named(plan):
     wrong = [_tvm.tensor(np.zeros((1, 3, 9, 9), "float32"))]
     with pytest.raises(PipelineError, match=r"stage 'layers0-1@cpu0' failed on frame 1"):
         PipelineExecutor(pipeline_specs(compiled, eps, config)).run([good, wrong, good])
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_cpu_eps_are_thread_groups_on_their_cores(plan):
+    stage = compile_stages(plan, [plan.num_layers])[0]
+    seen = {}
+
+    def probe(ep):
+        stage.runner(ep)
+        seen[ep.name] = os.sched_getaffinity(0)
+    for ep in parse_eps("cpu2"):
+        thread = threading.Thread(target=probe, args=(ep,))
+        thread.start()
+        thread.join()
+    assert seen == {"cpu0": {0}, "cpu1": {1}}

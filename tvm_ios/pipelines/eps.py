@@ -6,7 +6,7 @@ inline string:
 
 * presets ``c1`` .. ``c5``: the Shisha paper's Table 3 mixes over its Table 1 gem5
   configurations (FEP: ARM big cores at 40 GB/s, SEP: ARM little cores at 20 GB/s);
-  ``cpu2``: this machine's two cores as two one-thread CPU EPs.
+  ``cpu2``: this machine's two cores as two one-thread CPU EPs (cores 0 and 1).
 * a JSON file: a list of objects with the fields of :class:`EPSpec` (or ``{"eps": [...]}``).
 * inline: ``kind:units:class:bandwidth[:gflops_per_unit]`` items joined by commas, for
   example ``cpu:8:FEP:40:8,cpu:8:SEP:20:3``.
@@ -52,6 +52,8 @@ class EPSpec:
         Peak FP32 GFLOP/s of one unit (used by modelled layer times only).
     target : str
         TVM target a stage on this EP is compiled for.
+    cores : tuple of int
+        CPU cores of the thread group (CPU EPs run here); empty: any core of the process.
     """
 
     name: str
@@ -61,8 +63,10 @@ class EPSpec:
     bandwidth_gbs: float
     gflops_per_unit: float = BIG_GFLOPS
     target: str = "llvm"
+    cores: tuple = ()
 
     def __post_init__(self):
+        object.__setattr__(self, "cores", tuple(int(c) for c in self.cores))
         if self.kind not in ("cpu", "gpu"):
             raise ValueError(f"EP {self.name!r}: kind must be 'cpu' or 'gpu', got {self.kind!r}")
         if self.speed_class not in CLASSES:
@@ -105,8 +109,8 @@ PRESETS: dict[str, tuple[EPSpec, ...]] = {
     "c3": _mix((4, 4), (2, 8)),
     "c4": _mix((2, 8), (4, 4)),
     "c5": _mix((4, 4), (4, 4)),
-    "cpu2": (EPSpec("cpu0", "cpu", 1, "FEP", 20.0, 50.0),
-             EPSpec("cpu1", "cpu", 1, "FEP", 20.0, 50.0)),
+    "cpu2": (EPSpec("cpu0", "cpu", 1, "FEP", 20.0, 50.0, cores=(0,)),
+             EPSpec("cpu1", "cpu", 1, "FEP", 20.0, 50.0, cores=(1,))),
 }
 
 

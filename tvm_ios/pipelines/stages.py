@@ -68,7 +68,7 @@ class CompiledStage:
         target = _tvm.make_target(ep.target)
         device = _tvm.device_for(target)
         if ep.kind == "cpu":
-            _tvm.config_threads(ep.units)
+            _tvm.config_threads(ep.units, ep.cores)
         vm = _tvm.virtual_machine(self.executable, device)
         func = vm["main"]
 
