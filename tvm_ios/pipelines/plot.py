@@ -36,7 +36,10 @@ def plot_convergence(results, path: str, title: str = "", reference: float | Non
             continue
         xs = [p[0] for p in points] + [max(result.seconds, points[-1][0])]
         ys = [p[1] for p in points] + [points[-1][1]]
-        ax.step(xs, ys, where="post", label=f"{result.algorithm} ({result.evaluated} configs)")
+        name = result.algorithm
+        if "heuristic" in result.extra:
+            name += f"-{result.extra['heuristic']}"
+        ax.step(xs, ys, where="post", label=f"{name} ({result.evaluated} configs)")
     ax.set_xscale("log")
     ax.set_xlabel("tuning time (s, log scale)")
     ax.set_ylabel("best throughput (normalised)")
