@@ -28,7 +28,7 @@ from tvm_ios import _tvm, models
 from tvm_ios.graph.opgraph import OpGraph
 from tvm_ios.pipelines.eps import EPSpec, parse_eps
 from tvm_ios.pipelines.executor import PipelineExecutor
-from tvm_ios.pipelines.layer_times import modelled_times
+from tvm_ios.pipelines.layer_times import layer_weights, modelled_times
 from tvm_ios.pipelines.plot import plot_convergence
 from tvm_ios.pipelines.run import modelled_search, run_search
 from tvm_ios.pipelines.space import Config, ConfigSpace
@@ -92,14 +92,13 @@ def real(model: str, size: int, frames: int) -> dict:
     eps = parse_eps("cpu2")
     space = ConfigSpace(plan.num_layers, 2)
     tuning = run_search("shisha", space, PipelineMeasure(plan, eps, frames=4),
-                        [n.flops for n in plan.graph.nodes], eps, alpha=3)
+                        layer_weights(plan.graph), eps, alpha=3)
     config = tuning.configuration
     if config.depth < 2:                       # still compare a two-stage pipeline
         config = Config((plan.num_layers // 2, plan.num_layers - plan.num_layers // 2), (0, 1))
     inputs = [[_tvm.tensor(a) for a in plan.inputs(seed)] for seed in range(frames)]
     piped = PipelineExecutor(pipeline_specs(compile_stages(plan, config.stages), eps, config))
     whole = compile_stages(plan, [plan.num_layers])
-    two = EPSpec("all", "cpu", 2, "FEP", 20.0)
     one_ep = {n: PipelineExecutor(pipeline_specs(whole, [EPSpec(f"t{n}", "cpu", n, "FEP",
                                                                 20.0)], Config((plan.num_layers,),
                                                                               (0,))))
@@ -112,7 +111,6 @@ def real(model: str, size: int, frames: int) -> dict:
     reference = build(plan.mod)
     diff = max(float(np.abs(out[0].numpy() - run(reference, plan.inputs(seed))).max())
                for seed, out in enumerate(results["pipeline_2eps"].outputs))
-    del two
     return {"model": model, "image_size": size, "layers": plan.num_layers,
             "configuration": str(config), "tuning_evaluated": tuning.evaluated,
             "tuning_seconds": tuning.wall_seconds, "max_abs_diff": diff, "frames": frames,

@@ -50,7 +50,8 @@ def _options(args, name: str) -> dict:
 def run(args) -> int:
     """Search, print one line per algorithm, write ``--json`` and ``--plot``."""
     from ..pipelines.eps import eps_to_json, parse_eps  # noqa: PLC0415
-    from ..pipelines.layer_times import measured_times, modelled_times  # noqa: PLC0415
+    from ..pipelines.layer_times import (layer_weights, measured_times,  # noqa: PLC0415
+                                         modelled_times)
     from ..pipelines.run import check_stages, modelled_search, run_search  # noqa: PLC0415
     from ..pipelines.space import ConfigSpace  # noqa: PLC0415
     from ..pipelines.stages import PipelineMeasure, StagePlan  # noqa: PLC0415
@@ -60,18 +61,19 @@ def run(args) -> int:
     mod, params, model = load_model(args)
     plan = StagePlan.from_model(mod, params)
     depth = check_stages(args.stages, eps, plan.num_layers)
-    weights = [max(float(n.flops), 1.0) for n in plan.graph.nodes]
+    if args.times == "online":                    # one measure: compiled stages are shared
+        measure = PipelineMeasure(plan, eps, frames=args.frames)
+        space = ConfigSpace(plan.num_layers, len(eps), depth)
+    elif args.times == "measured":
+        times = measured_times(plan.mod, None, eps, args.log)
+    else:
+        times = modelled_times(plan.graph, eps)
     results = []
     for name in names:
         if args.times == "online":
-            measure = PipelineMeasure(plan, eps, frames=args.frames)
-            space = ConfigSpace(plan.num_layers, len(eps), depth)
-            result = run_search(name, space, measure, weights, eps, args.seed,
-                                **_options(args, name))
+            result = run_search(name, space, measure, layer_weights(plan.graph), eps,
+                                args.seed, **_options(args, name))
         else:
-            if not results or args.times == "modelled":
-                times = (measured_times(plan.mod, None, eps, args.log) if args.times == "measured"
-                         else modelled_times(plan.graph, eps))
             result = modelled_search(name, times, eps, depth, args.frames, args.seed,
                                      **_options(args, name))
         results.append(result)
