@@ -68,3 +68,20 @@ def test_cpu_eps_are_thread_groups_on_their_cores(plan):
         thread.start()
         thread.join()
     assert seen == {"cpu0": {0}, "cpu1": {1}}
+
+
+def test_online_search_keeps_results_when_a_stage_fails(plan):
+    eps = parse_eps("cpu2")
+    measure = PipelineMeasure(plan, eps, frames=2)
+    calls = []
+    real = measure.__call__
+
+    def flaky(config):                         # the second configuration gets a bad frame
+        calls.append(config)
+        if len(calls) == 2:
+            measure.inputs = [_tvm.tensor(np.zeros((1, 3, 9, 9), "float32"))]
+        return real(config)
+    space = ConfigSpace(plan.num_layers, len(eps))
+    result = run_search("shisha", space, flaky, [1.0] * plan.num_layers, eps, alpha=2)
+    assert "failed on frame 0" in result.extra["error"] and "layers0-" in result.extra["error"]
+    assert result.evaluated == 1 and result.throughput > 0 and result.configuration == calls[0]

@@ -5,6 +5,8 @@ each CPU EP, logged), or the search drives the real pipeline executor online.
 """
 from __future__ import annotations
 
+import sys
+
 from .common import add_model_options, load_model, write_json
 
 __all__ = ["add_parser"]
@@ -87,4 +89,7 @@ def run(args) -> int:
 
         plot_convergence(results, args.plot, f"{model} on {args.eps}")
         print(f"plot: {args.plot}")
-    return 0
+    errors = [r.extra["error"] for r in results if "error" in r.extra]
+    for error in errors:
+        print(f"tvm-ios pipeline: {error}", file=sys.stderr)
+    return 1 if errors else 0

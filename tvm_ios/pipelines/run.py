@@ -9,6 +9,7 @@ import logging
 import random
 
 from .baselines import exhaustive_search, hill_climbing, random_walk, simulated_annealing
+from .executor import PipelineError
 from .layer_times import LayerTimes
 from .pipesearch import pipesearch
 from .search import Evaluator, ModelledMeasure, SearchResult
@@ -38,9 +39,22 @@ def run_search(algorithm: str, space: ConfigSpace, measure, weights, eps, seed: 
     """Run scheduler ``algorithm`` (one of :data:`ALGORITHMS`) over ``space``.
 
     ``options`` go to the scheduler (``alpha``, ``heuristic``, ``budget``, ``start`` ...).
+    When a real pipeline fails during the search, the search stops there and the result
+    holds the best configuration measured so far and ``extra["error"]`` naming the stage.
     """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown search {algorithm!r}; one of {', '.join(ALGORITHMS)}")
     evaluator = Evaluator(space, measure)
-    rng = random.Random(seed)
+    try:
+        return _dispatch(algorithm, evaluator, weights, eps, random.Random(seed), options)
+    except PipelineError as err:
+        logger.error("%s stopped after %d configurations: %s", algorithm, evaluator.evaluated,
+                     err)
+        return evaluator.result(algorithm, error=str(err))
+
+
+def _dispatch(algorithm, evaluator, weights, eps, rng, options) -> SearchResult:
+    space = evaluator.space
     if algorithm == "shisha":
         return shisha_search(evaluator, weights, eps, num_stages=space.max_stages, **options)
     if algorithm == "pipesearch":
@@ -51,9 +65,7 @@ def run_search(algorithm: str, space: ConfigSpace, measure, weights, eps, seed: 
         return simulated_annealing(evaluator, rng, **options)
     if algorithm == "hc":
         return hill_climbing(evaluator, rng, **options)
-    if algorithm == "rw":
-        return random_walk(evaluator, rng, **options)
-    raise ValueError(f"unknown search {algorithm!r}; one of {', '.join(ALGORITHMS)}")
+    return random_walk(evaluator, rng, **options)
 
 
 def modelled_search(algorithm: str, times: LayerTimes, eps, num_stages: int | None = None,
