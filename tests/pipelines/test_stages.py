@@ -85,3 +85,28 @@ def test_online_search_keeps_results_when_a_stage_fails(plan):
     result = run_search("shisha", space, flaky, [1.0] * plan.num_layers, eps, alpha=2)
     assert "failed on frame 0" in result.extra["error"] and "layers0-" in result.extra["error"]
     assert result.evaluated == 1 and result.throughput > 0 and result.configuration == calls[0]
+
+
+def _zoo_pipeline_matches(name, image_size, first):
+    from tvm_ios import models
+
+    mod, params = models.get(name, image_size=image_size)
+    plan = StagePlan.from_model(mod, params)
+    eps = parse_eps("cpu2")
+    config = Config((first, plan.num_layers - first), (0, 1))
+    compiled = compile_stages(plan, config.stages)
+    frames = [[_tvm.tensor(a) for a in plan.inputs(seed)] for seed in range(3)]
+    result = PipelineExecutor(pipeline_specs(compiled, eps, config)).run(frames)
+    reference = build(plan.mod)
+    for seed, out in enumerate(result.outputs):
+        expected = run(reference, plan.inputs(seed))
+        assert np.abs(out[0].numpy() - expected).max() <= 1e-4 * np.abs(expected).max()
+
+
+def test_zoo_model_over_two_cpu_eps_equals_unpartitioned():
+    _zoo_pipeline_matches("synthnet", 63, 9)
+
+
+@pytest.mark.slow
+def test_resnet50_over_two_cpu_eps_equals_unpartitioned():
+    _zoo_pipeline_matches("resnet50", 32, 20)         # residuals cross the cut
