@@ -64,6 +64,22 @@ def modelled(model: str, eps, seeds: int, out: Path) -> list[dict]:
     return rows
 
 
+def figure4(out: Path) -> list[str]:
+    """SynthNet on the eight EPs of C5 (the paper's Figure 4 setting); ES does not fit, so
+    throughput is normalised to the best any algorithm found."""
+    graph = OpGraph.from_relax(models.get("synthnet")[0])
+    eps = parse_eps("c5")
+    times = modelled_times(graph, eps)
+    results = [modelled_search(algo, times, eps, **options)
+               for label, algo, options in RUNS if algo != "es"]
+    best = max(r.throughput for r in results)
+    plot_convergence(results, str(out / "convergence_synthnet_8eps.png"),
+                     "synthnet, 8 EPs (C5), modelled", reference=best)
+    return [f"{r.algorithm}{'-' + r.extra['heuristic'] if 'heuristic' in r.extra else ''}: "
+            f"{r.throughput / best:.3f} of best, {r.evaluated} configs "
+            f"({r.explored:.5%} of {r.space_size}), stop {r.seconds:.1f} s" for r in results]
+
+
 def print_table(rows: list[dict]) -> None:
     print(f"{'model':10} {'L':>3} {'algorithm':11} {'norm':>6} {'evaluated':>10} "
           f"{'explored':>9} {'stop s':>10} {'best at s':>10} {'wall s':>7}")
@@ -139,6 +155,8 @@ def main(argv=None) -> int:
         print_table(rows)
         goals(rows)
         report["modelled"] = rows
+        report["figure4"] = figure4(out)
+        print("\n".join(report["figure4"]))
     if not args.skip_real:
         start = time.perf_counter()
         report["real"] = real(args.real_model, args.real_size, args.frames)

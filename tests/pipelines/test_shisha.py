@@ -80,3 +80,14 @@ def test_seed_needs_enough_eps():
     assert shisha_seed(W, CORES).depth == 4
     with pytest.raises(ValueError, match="only 4 EPs"):
         shisha_seed(W, CORES, num_stages=5)
+
+
+def test_single_layer_bottleneck_on_sep_swaps_to_fep():
+    eps = [EPSpec("fast", "cpu", 1, "FEP", 40.0), EPSpec("slow", "cpu", 1, "SEP", 20.0)]
+    weights = [8, 1, 1]
+    times = LayerTimes(["a", "b", "c"], ["fast", "slow"],
+                       np.array([[w, 3 * w] for w in weights], float), weights)
+    ev = Evaluator(ConfigSpace(3, 2), ModelledMeasure(times))
+    result = shisha_search(ev, weights, eps, seed=Config((1, 2), (1, 0)))
+    assert list(ev.cache) == [Config((1, 2), (1, 0)), Config((1, 2), (0, 1))]   # 24|2 -> 8|6
+    assert result.throughput == pytest.approx(1 / 8)

@@ -12,6 +12,8 @@ one layer from it toward a target stage, each stage in between handing one layer
 stages in between keep their layer counts): the target is the nearest stage on a fast EP
 (``nfep``) or the lightest stage on a fast EP (``nlfep``). A configuration no better than
 the best so far increments gamma; a better one resets it; tuning stops at gamma = alpha.
+Where the slowest stage is a single layer on an SEP, its EP is swapped with the target's
+FEP (our extension, see :func:`_next`).
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from .eps import ranked
 from .search import Evaluator, SearchResult
 from .space import Config
 
-__all__ = ["seed_stages", "assign_eps", "shisha_seed", "shisha_search", "HEURISTICS"]
+__all__ = ["seed_stages", "assign_eps", "shisha_seed", "shisha_search", "move_layer",
+           "swap_eps", "HEURISTICS"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,18 +103,28 @@ def move_layer(config: Config, src: int, dst: int, chain: bool = True) -> Config
     return Config(tuple(stages), config.eps)
 
 
+def swap_eps(config: Config, a: int, b: int) -> Config:
+    """``config`` with the EPs of stages ``a`` and ``b`` exchanged."""
+    eps = list(config.eps)
+    eps[a], eps[b] = eps[b], eps[a]
+    return Config(config.stages, tuple(eps))
+
+
 def _next(evaluator: Evaluator, conf: Config, eps, balance: str) -> Config | None:
     """The next configuration to try: one layer off the slowest stage toward the first
-    target whose move gives a configuration not measured yet (None when there is none)."""
+    target whose move gives a configuration not measured yet. When the slowest stage holds a
+    single layer on an SEP, swap its EP with a target's FEP instead (our extension:
+    Algorithm 2 has no move there). None when nothing new is left."""
     times = evaluator.stage_times(conf)
     slow = max(range(conf.depth), key=lambda k: times[k])
-    if conf.stages[slow] < 2:
-        return None
-    for target in _targets(conf, times, slow, eps, balance):
-        moved = move_layer(conf, slow, target)
-        if moved not in evaluator.cache:
-            return moved
-    return None
+    targets = _targets(conf, times, slow, eps, balance)
+    if conf.stages[slow] > 1:
+        candidates = [move_layer(conf, slow, t) for t in targets]
+    elif not eps[conf.eps[slow]].is_fast:
+        candidates = [swap_eps(conf, slow, t) for t in targets if eps[conf.eps[t]].is_fast]
+    else:
+        candidates = []
+    return next((c for c in candidates if c not in evaluator.cache), None)
 
 
 def _tune(evaluator: Evaluator, conf: Config, eps, balance: str, alpha: int) -> None:
