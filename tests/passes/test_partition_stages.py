@@ -1,11 +1,11 @@
 """PartitionStages: Before/Expected IR, outputs equal to the unpartitioned build, bad cuts."""
+import numpy as np
 import pytest
 import tvm
 import tvm_ffi
 from tvm.script import ir as I
 from tvm.script import relax as R
 
-from tests.pipelines.tiny import tiny_cnn
 from tvm_ios import _tvm
 from tvm_ios.graph.extract import extract
 from tvm_ios.passes.partition_stages import PartitionStages, layer_cuts, stage_module
@@ -59,21 +59,41 @@ def test_before_expected():
     tvm.ir.assert_structural_equal(after, Expected)
 
 
+@I.ir_module
+class Residual:
+    @R.function
+    def main(x: R.Tensor((1, 4, 8, 8), "float32"), w0: R.Tensor((4, 4, 3, 3), "float32"),
+             w1: R.Tensor((4, 4, 3, 3), "float32")) -> R.Tensor((1, 4, 4, 4), "float32"):
+        R.func_attr({"num_input": 1})
+        with R.dataflow():
+            a0 = R.nn.conv2d(x, w0, padding=[1, 1])
+            a = R.nn.relu(a0)
+            b = R.nn.conv2d(a, w1, padding=[1, 1])
+            c0 = R.add(b, a)
+            c = R.nn.relu(c0)
+            d = R.nn.max_pool2d(c, pool_size=[2, 2], strides=[2, 2])
+            R.output(d)
+        return d
+
+
 def test_outputs_equal_unpartitioned_build():
-    mod, params = tiny_cnn(size=16)
-    mod = _tvm.bind_params(mod, params)
-    ext = extract(mod["main"])
-    parted = PartitionStages(layer_cuts(ext, [2, 2, 3]))(mod)
-    assert [gv.name_hint for gv in parted.get_global_vars()].count("main") == 1
-    assert "main_stage2" in [gv.name_hint for gv in parted.get_global_vars()]
-    assert compare_modules(mod, parted).max_abs_diff < 1e-5
+    rng = np.random.default_rng(0)
+    params = {k: rng.standard_normal((4, 4, 3, 3)).astype("float32") for k in ("w0", "w1")}
+    ext = extract(Residual["main"])
+    assert len(ext.units) == 3                      # conv+relu, conv, pool
+    parted = PartitionStages(layer_cuts(ext, [1, 1, 1]))(Residual)
+    names = [gv.name_hint for gv in parted.get_global_vars()]
+    assert sorted(names) == ["main", "main_stage0", "main_stage1", "main_stage2"]
+    assert compare_modules(Residual, parted, params).max_abs_diff < 1e-5
     assert len(stage_module(parted, "main_stage1").get_global_vars()) == 1
-    # a pipeline: each stage's outputs are the next stage's inputs (lv1 passes through)
+    # a pipeline: each stage's outputs are the next stage's inputs (a and w1 pass through)
     for k in range(2):
         outs = parted[f"main_stage{k}"].ret_ty.fields
         ins = [p.ty for p in parted[f"main_stage{k + 1}"].params]
         assert len(outs) == len(ins)
         assert all(tvm_ffi.structural_equal(a, b) for a, b in zip(outs, ins))
+    # x is not needed after stage 0; w1 and a are (parameters before bindings)
+    assert [_tvm.var_name(p) for p in parted["main_stage1"].params] == ["w1", "a"]
 
 
 @pytest.mark.parametrize("cuts", [[0], [3, 3], [99], [2, 1]])
@@ -83,7 +103,6 @@ def test_bad_cuts_are_named(cuts):
 
 
 def test_layer_cuts_must_cover_layers():
-    mod, params = tiny_cnn(size=8)
-    ext = extract(_tvm.bind_params(mod, params)["main"])
-    with pytest.raises(ValueError, match="cover the 7 layers"):
+    ext = extract(Residual["main"])
+    with pytest.raises(ValueError, match="cover the 3 layers"):
         layer_cuts(ext, [2, 2])

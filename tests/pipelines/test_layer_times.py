@@ -3,7 +3,7 @@ import json
 
 import numpy as np
 
-from tests.pipelines.tiny import tiny_cnn
+from .tiny import tiny_cnn
 from tvm_ios.graph.opgraph import OpGraph
 from tvm_ios.pipelines.eps import parse_eps
 from tvm_ios.pipelines.layer_times import LayerTimes, measured_times, modelled_times

@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from tests.pipelines.tiny import tiny_cnn
+from .tiny import tiny_cnn
 from tvm_ios import _tvm
 from tvm_ios.pipelines.eps import parse_eps
 from tvm_ios.pipelines.executor import PipelineError, PipelineExecutor
