@@ -102,36 +102,42 @@ def goals(rows: list[dict]) -> None:
                   f"({'ok' if sa['stop_s'] / s['stop_s'] >= 10 else 'MISSED'})")
 
 
-def real(model: str, size: int, frames: int) -> dict:
+def real(model: str, size: int, frames: int, repeats: int = 3) -> dict:
+    """Tune online on two CPU EPs, check outputs, time pipeline and one-EP builds (ABAB)."""
     mod, params = models.get(model, image_size=size)
     plan = StagePlan.from_model(mod, params)
     eps = parse_eps("cpu2")
-    space = ConfigSpace(plan.num_layers, 2)
-    tuning = run_search("shisha", space, PipelineMeasure(plan, eps, frames=4),
-                        layer_weights(plan.graph), eps, alpha=3)
+    tuning = run_search("shisha", ConfigSpace(plan.num_layers, 2),
+                        PipelineMeasure(plan, eps, frames=4), layer_weights(plan.graph), eps,
+                        alpha=3)
     config = tuning.configuration
     if config.depth < 2:                       # still compare a two-stage pipeline
         config = Config((plan.num_layers // 2, plan.num_layers - plan.num_layers // 2), (0, 1))
     inputs = [[_tvm.tensor(a) for a in plan.inputs(seed)] for seed in range(frames)]
-    piped = PipelineExecutor(pipeline_specs(compile_stages(plan, config.stages), eps, config))
     whole = compile_stages(plan, [plan.num_layers])
-    one_ep = {n: PipelineExecutor(pipeline_specs(whole, [EPSpec(f"t{n}", "cpu", n, "FEP",
-                                                                20.0)], Config((plan.num_layers,),
-                                                                              (0,))))
-              for n in (1, 2)}
-    results = {}
-    for name, executor in [("one_ep_2threads", one_ep[2]), ("pipeline_2eps", piped),
-                           ("one_ep_1thread", one_ep[1]), ("pipeline_2eps_again", piped)]:
-        executor.run(inputs[:1])
-        results[name] = executor.run(inputs)
+    one = Config((plan.num_layers,), (0,))
+    runs = {"pipeline_2eps": PipelineExecutor(
+        pipeline_specs(compile_stages(plan, config.stages), eps, config))}
+    for n in (2, 1):
+        group = [EPSpec(f"threads{n}", "cpu", n, "FEP", 20.0)]
+        runs[f"one_ep_{n}threads"] = PipelineExecutor(pipeline_specs(whole, group, one))
+    fps = {name: [] for name in runs}
+    outputs = None
+    for _ in range(repeats):                   # interleaved, so load changes hit all alike
+        for name, executor in runs.items():
+            executor.run(inputs[:1])
+            result = executor.run(inputs)
+            fps[name].append(result.throughput)
+            if name == "pipeline_2eps":
+                outputs, stage_seconds = result.outputs, result.stage_seconds
     reference = build(plan.mod)
     diff = max(float(np.abs(out[0].numpy() - run(reference, plan.inputs(seed))).max())
-               for seed, out in enumerate(results["pipeline_2eps"].outputs))
+               for seed, out in enumerate(outputs))
     return {"model": model, "image_size": size, "layers": plan.num_layers,
             "configuration": str(config), "tuning_evaluated": tuning.evaluated,
             "tuning_seconds": tuning.wall_seconds, "max_abs_diff": diff, "frames": frames,
-            **{f"{k}_fps": v.throughput for k, v in results.items()},
-            "stage_seconds": results["pipeline_2eps"].stage_seconds}
+            **{f"{k}_fps_median": statistics.median(v) for k, v in fps.items()},
+            "fps_runs": fps, "stage_seconds": stage_seconds}
 
 
 def main(argv=None) -> int:
