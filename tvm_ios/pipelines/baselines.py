@@ -52,11 +52,9 @@ def _bulk(evaluator: Evaluator, dist: np.ndarray, perm) -> None:
     stages = measure.prefix[bounds[:, 1:], cols] - measure.prefix[bounds[:, :-1], cols]
     period = stages.max(axis=1)
     best = int(np.argmin(period))
-    evaluator.charge(float(np.sum(measure.frames * period + stages.sum(axis=1))), len(dist))
-    config = Config(tuple(dist[best]), perm)
-    if 1.0 / period[best] > evaluator.best_throughput:
-        evaluator.record(config, 1.0 / float(period[best]))
-        evaluator.bulk -= 1
+    seconds = float(np.sum(measure.frames * period + stages.sum(axis=1)))
+    evaluator.record_bulk(Config(tuple(dist[best]), perm), 1.0 / float(period[best]),
+                          len(dist), seconds)
 
 
 def _start(evaluator, rng, start):

@@ -97,16 +97,21 @@ class Evaluator:
         return self.stages[config]
 
     def record(self, config: Config, value: float) -> None:
-        """Store one result (schedulers that evaluate in bulk call this directly)."""
+        """Store one measured configuration."""
         self.cache[config] = value
-        if value > self.best_throughput:
-            self.best, self.best_throughput, self.best_at = config, value, self.clock()
-        self.trace.append((self.clock(), self.evaluated, self.best_throughput))
+        self._improve(config, value)
 
-    def charge(self, seconds: float, count: int = 0) -> None:
-        """Account for ``count`` configurations measured in bulk, taking ``seconds``."""
+    def record_bulk(self, best: Config, value: float, count: int, seconds: float) -> None:
+        """Account for ``count`` configurations measured at once in ``seconds`` (schedulers
+        that evaluate in bulk), ``best`` being the best of them with throughput ``value``."""
         self._charged += seconds
         self.bulk += count
+        self._improve(best, value)
+
+    def _improve(self, config: Config, value: float) -> None:
+        if value > self.best_throughput:
+            self.best, self.best_throughput, self.best_at = config, value, self.clock()
+        self.trace.append((self.clock(), self.evaluated + self.bulk, self.best_throughput))
 
     def result(self, algorithm: str, **extra) -> "SearchResult":
         """The best configuration found so far, as a :class:`SearchResult`."""
