@@ -3,8 +3,9 @@
 AlexNet's five convolutions as in torchvision (11x11/4 -> 64, max pool 3/2, 5x5 -> 192,
 max pool 3/2, 3x3 -> 384, 3x3 -> 256, 3x3 -> 256) on a 224x224 input, then the same five
 kernel sizes and widths again, stride 1 with 'same' padding on the 13x13 map, until there
-are 18 convolutions (5 + 5 + 5 + 3). Every layer's work matches one of AlexNet's, which is
-what the paper wants from it: a net with the compute of a real CNN that runs on many EPs.
+are 18 convolutions (5 + 5 + 5 + 3), then, like the other zoo models, global average pooling
+and a classifier. Every convolution's work matches one of AlexNet's, which is what the paper
+wants from it: a net with the compute of a real CNN that runs on many EPs.
 """
 from __future__ import annotations
 
@@ -19,17 +20,18 @@ __all__ = ["build", "DEFAULT_IMAGE_SIZE", "MIN_IMAGE_SIZE", "NUM_CLASSES", "PUBL
 
 DEFAULT_IMAGE_SIZE = 224
 MIN_IMAGE_SIZE = 63
-NUM_CLASSES = 0
+NUM_CLASSES = 1000
 NUM_CONVS = 18
 #: Our own count of the definition below (no reference implementation exists).
-PUBLISHED_PARAMS = 14_281_408
+PUBLISHED_PARAMS = 14_666_408
 
 #: (output channels, kernel) of AlexNet's convolutions.
 _ALEXNET = ((64, 11), (192, 5), (384, 3), (256, 3), (256, 3))
 
 
-def build(batch_size: int = 1, image_size: int | None = None, num_classes: int = 0) -> Net:
-    """SynthNet definition (18 convolutions, two max pools).
+def build(batch_size: int = 1, image_size: int | None = None,
+          num_classes: int = NUM_CLASSES) -> Net:
+    """SynthNet definition (18 convolutions, two max pools, a classifier).
 
     Parameters
     ----------
@@ -38,7 +40,7 @@ def build(batch_size: int = 1, image_size: int | None = None, num_classes: int =
     image_size : int, optional
         Square input size; default 224.
     num_classes : int
-        Unused (no classifier); accepted for the zoo's common signature.
+        Classifier outputs.
 
     Returns
     -------
@@ -54,5 +56,6 @@ def build(batch_size: int = 1, image_size: int | None = None, num_classes: int =
     for i in range(2, NUM_CONVS):
         channels, kernel = _ALEXNET[i % len(_ALEXNET)]
         x = net.conv(x, channels, kernel, relu=True, name=f"conv{i + 1}")
-    net.output(x)
+    x = net.flatten(net.global_avg_pool(x, name="avgpool"), name="flatten")
+    net.output(net.linear(x, num_classes, name="fc"))
     return net
