@@ -25,7 +25,7 @@ import numpy as np
 from .. import _tvm
 
 __all__ = ["MeasureSettings", "MeasureResult", "MeasureError", "Measurer", "build_stage",
-           "export_stage", "time_vm_local", "time_vm_rpc"]
+           "export_stage", "alloc_rpc", "time_vm_local", "time_vm_rpc", "check_tracker"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +100,18 @@ def _time_vm(rt_mod, device, config, repeated_args, warmup: int) -> list[float]:
     return costs
 
 
+def alloc_rpc(session, device, args_info, alloc_repeat: int) -> list:
+    """RPCRunner ``f_alloc_argument``: random inputs copied to the remote device.
+
+    The default needs ``tvm.contrib.random`` on the server, which a runtime-only server
+    (``python -m tvm.exec.rpc_server``) may lack.
+    """
+    del session
+    rng = np.random.default_rng(0)
+    return [[_tvm.tensor(rng.standard_normal(shape).astype(dtype), device)
+             for _, dtype, shape in args_info] for _ in range(alloc_repeat)]
+
+
 def time_vm_local(rt_mod, device, config, repeated_args, warmup: int = 1) -> list[float]:
     """LocalRunner ``f_run_evaluator`` for a Relax VM executable."""
     return _time_vm(rt_mod, device, config, repeated_args, warmup)
@@ -166,8 +178,8 @@ class Measurer:
         if self.rpc:
             rpc_config = check_tracker(*self.rpc, timeout_s=s.timeout_s)
             self._runner = ms.runner.RPCRunner(
-                rpc_config, config, f_run_evaluator=functools.partial(time_vm_rpc,
-                                                                      warmup=s.warmup))
+                rpc_config, config, f_alloc_argument=alloc_rpc,
+                f_run_evaluator=functools.partial(time_vm_rpc, warmup=s.warmup))
         else:
             self._runner = ms.runner.LocalRunner(
                 timeout_sec=s.timeout_s, evaluator_config=config,
