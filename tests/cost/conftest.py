@@ -12,10 +12,11 @@ def _conv(bb, x, w, b, kernel, pad):
     return bb.emit(relax.op.nn.relu(y))
 
 
-def inception_like(channels=8, size=8, blocks=2, constants=True, seed=0):
+def inception_like(channels=8, size=8, blocks=2, constants=True, seed=0, head=False):
     """``blocks`` identical blocks of four branches (1x1, 3x3, 1x1->3x3, pool), concatenated.
 
-    Weights are constants (``constants=True``) or parameters after the input.
+    Weights are constants (``constants=True``) or parameters after the input; ``head`` adds
+    a final 1x1 convolution to half the channels.
     """
     rng = np.random.default_rng(seed)
     bb = relax.BlockBuilder()
@@ -49,6 +50,8 @@ def inception_like(channels=8, size=8, blocks=2, constants=True, seed=0):
                 p = bb.emit(relax.op.nn.max_pool2d(h, (3, 3), padding=(1, 1)))
                 p = bb.emit(relax.op.strided_slice(p, [1], [0], [c // 4]))
                 h = bb.emit(relax.op.concat([a, b, t, p], axis=1))
+            if head:
+                h = _conv(bb, h, weight((c // 2, c, 1, 1)), weight((1, c // 2, 1, 1)), 1, 0)
             out = bb.emit_output(h)
         bb.emit_func_output(out)
     mod = bb.get()

@@ -88,14 +88,15 @@ class XGBCostModel:
     device : str
         Roofline preset used for the block counts and the roofline feature.
     params : dict, optional
-        Extra ``xgboost.XGBRegressor`` arguments.
+        XGBoost booster parameters (``rounds``: boosting rounds, default 300).
     """
 
     def __init__(self, device: str = "llvm", params: dict | None = None):
         self.roofline = AnalyticalCostModel(device)
-        self.params = {"n_estimators": 300, "max_depth": 6, "learning_rate": 0.08,
-                       "subsample": 0.9, "colsample_bytree": 0.9, "n_jobs": 2,
-                       "random_state": 0, **(params or {})}
+        self.params = {"max_depth": 6, "eta": 0.08, "subsample": 0.9,
+                       "colsample_bytree": 0.9, "nthread": 1, "seed": 0,
+                       "objective": "reg:squarederror", **(params or {})}
+        self.rounds = int(self.params.pop("rounds", 300))
         self.model = None
         self.trained_on = 0
 
@@ -112,9 +113,9 @@ class XGBCostModel:
         if len(usable) < 2:
             raise ValueError(f"XGBCostModel.fit: {len(usable)} usable record(s); need >= 2")
         xgboost = _import_xgboost()
-        self.model = xgboost.XGBRegressor(**self.params)
-        self.model.fit(self.features([r.stage for r in usable]),
-                       np.log([r.median_us for r in usable]))
+        data = xgboost.DMatrix(self.features([r.stage for r in usable]),
+                               label=np.log([r.median_us for r in usable]))
+        self.model = xgboost.train(self.params, data, num_boost_round=self.rounds)
         self.trained_on = len(usable)
         return self
 
@@ -122,7 +123,8 @@ class XGBCostModel:
         """Predicted latencies (us) of stage descriptions."""
         if self.model is None:
             raise RuntimeError("XGBCostModel: fit() or load() it before predicting")
-        return np.exp(self.model.predict(self.features(descriptions)))
+        data = _import_xgboost().DMatrix(self.features(descriptions))
+        return np.exp(self.model.predict(data))
 
     def save(self, path: str | Path) -> None:
         """Write the model (XGBoost JSON) and its settings next to it (``.meta.json``)."""
@@ -130,7 +132,8 @@ class XGBCostModel:
             raise RuntimeError("XGBCostModel: nothing to save; fit() it first")
         path = Path(path)
         self.model.save_model(str(path))
-        meta = {"device": self.roofline.device.name, "params": self.params,
+        meta = {"device": self.roofline.device.name,
+                "params": {**self.params, "rounds": self.rounds},
                 "trained_on": self.trained_on, "features": list(FEATURES)}
         Path(str(path) + ".meta.json").write_text(json.dumps(meta, indent=1))
 
@@ -145,7 +148,7 @@ class XGBCostModel:
         if meta.get("features", list(FEATURES)) != list(FEATURES):
             raise ValueError(f"{path}: saved with other features; retrain it")
         model = cls(meta.get("device", "llvm"), meta.get("params"))
-        model.model = _import_xgboost().XGBRegressor()
+        model.model = _import_xgboost().Booster()
         model.model.load_model(str(path))
         model.trained_on = int(meta.get("trained_on", 0))
         return model
