@@ -27,19 +27,21 @@ def test_measured_once_reused_across_runs_and_models(tmp_path, measurer, tiny, m
     first = MeasuredCostModel(tiny, measurer, log)
     check_cost_model(first)
     graph = _graph(first)
+    small = {"max_group_size": 1, "max_num_groups": 3}  # fewer candidates: a faster test
     keys = {first.stage(graph, [list(g) for g in groups], merge).key
-            for groups, merge in first.candidates(graph)}
-    schedule = measured_schedule(graph, first)
+            for groups, merge in first.candidates(graph, **small)}
+    schedule = measured_schedule(graph, first, **small)
     assert first.counts["measured"] == len(keys) == len(MeasureLog(log))
     assert schedule.latency_us > 0 and all(s.latency_us > 0 for s in schedule.stages)
 
     again = MeasuredCostModel(tiny, measurer, log)  # a new process would do the same
-    assert ios_schedule(graph, again).to_dict()["stages"] == schedule.to_dict()["stages"]
+    rerun = ios_schedule(graph, again, **small)
+    assert rerun.to_dict()["stages"] == schedule.to_dict()["stages"]
     assert again.counts["measured"] == 0 and again.counts["cached"] > 0
 
     bigger = make_model(channels=8, size=8, blocks=3, head=True)[0]  # same blocks, a new head
     other = MeasuredCostModel(bigger, measurer, log)
-    measured_schedule(_graph(other), other)
+    measured_schedule(_graph(other), other, **small)
     assert other.counts["measured"] == 1  # only the head conv is new
     assert len(MeasureLog(log)) == len(keys) + 1
 
@@ -77,7 +79,7 @@ def test_killing_a_run_loses_nothing_logged(tmp_path, tiny):
                              start_new_session=True, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 240
-        while not (log.exists() and log.read_text().count("\n") >= 2):
+        while not (log.exists() and log.read_text().count("\n") >= 1):
             assert child.poll() is None and time.time() < deadline, "child never logged"
             time.sleep(0.2)
     finally:
@@ -86,7 +88,7 @@ def test_killing_a_run_loses_nothing_logged(tmp_path, tiny):
     pieces = log.read_text().split("\n")
     complete = [json.loads(line) for line in pieces[:-1]]  # every ended line is whole
     reread = MeasureLog(log)
-    assert len(reread) >= len(complete) >= 2
+    assert len(reread) >= len(complete) >= 1
     resumed = MeasuredCostModel(tiny, None, log)
     graph = _graph(resumed)
     found = {s.key for s in (resumed.stage(graph, [list(g) for g in groups], merge)

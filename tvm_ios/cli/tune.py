@@ -11,7 +11,6 @@ XGBoost model on the log afterwards, prints its held-out MAPE and Spearman, and 
 """
 from __future__ import annotations
 
-import random
 import sys
 import time
 
@@ -137,16 +136,9 @@ def log_cost_model(args, mod):
 
 
 def _train_xgb(log, path: str) -> dict:
-    from ..cost.xgb import XGBCostModel, evaluate  # noqa: PLC0415
+    from ..cost.xgb import train_and_evaluate  # noqa: PLC0415
 
-    records = [r for r in log.records if r.stage]
-    random.Random(0).shuffle(records)
-    cut = max(1, len(records) // 5)
-    held, train = records[:cut], records[cut:]
-    model = XGBCostModel().fit(train)
-    figures = evaluate(model.predict([r.stage for r in held]), [r.median_us for r in held])
-    XGBCostModel().fit(records).save(path)
-    return {"log": str(log.path), "train": len(train), **figures}
+    return {"log": str(log.path), **train_and_evaluate(log.records, path)}
 
 
 def run(args) -> int:

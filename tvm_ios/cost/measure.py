@@ -181,6 +181,10 @@ class Measurer:
                 rpc_config, config, f_alloc_argument=alloc_rpc,
                 f_run_evaluator=functools.partial(time_vm_rpc, warmup=s.warmup))
         else:
+            if not _tvm.device_for(self.target).exist:
+                raise MeasureError(f"target {self.target_str} runs on {self.device_type}, which "
+                                   "this machine does not have; use --rpc-tracker to measure "
+                                   "on a remote device")
             self._runner = ms.runner.LocalRunner(
                 timeout_sec=s.timeout_s, evaluator_config=config,
                 f_run_evaluator=functools.partial(time_vm_local, warmup=s.warmup))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import random
 from pathlib import Path
 from typing import Sequence
 
@@ -25,7 +26,7 @@ from ..schedule.merge import merge_plan
 from .analytical import AnalyticalCostModel, Kernel
 from .stage_module import stage_description
 
-__all__ = ["XGBCostModel", "stage_features", "evaluate", "FEATURES"]
+__all__ = ["XGBCostModel", "stage_features", "evaluate", "train_and_evaluate", "FEATURES"]
 
 logger = logging.getLogger(__name__)
 
@@ -173,3 +174,21 @@ def evaluate(predicted: Sequence[float], measured: Sequence[float]) -> dict:
     mape = float(np.mean(np.abs(predicted - measured) / measured))
     rho = float(spearmanr(predicted, measured).statistic) if len(measured) > 1 else float("nan")
     return {"n": int(len(measured)), "mape": mape, "spearman": rho}
+
+
+def train_and_evaluate(records: Sequence, path: str | Path | None = None, held_out: float = 0.2,
+                       seed: int = 0) -> dict:
+    """Fit on a random ``1 - held_out`` of the records, score the rest, save a full fit.
+
+    Returns ``{"train", "n", "mape", "spearman"}`` (scores on the held-out records); with
+    ``path`` a model fitted on every record is saved there.
+    """
+    records = [r for r in records if r.stage]
+    random.Random(seed).shuffle(records)
+    cut = max(1, int(len(records) * held_out))
+    held, train = records[:cut], records[cut:]
+    model = XGBCostModel().fit(train)
+    figures = evaluate(model.predict([r.stage for r in held]), [r.median_us for r in held])
+    if path is not None:
+        XGBCostModel().fit(records).save(path)
+    return {"train": len(train), **figures}
