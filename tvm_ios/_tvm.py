@@ -55,8 +55,9 @@ def cpu():
 
 
 def device_for(target: Target):
-    """Return the runtime device a target's code runs on."""
-    return tvm.device(target.kind.name, 0)
+    """Return the runtime device a target's code runs on (``llvm`` and ``c`` run on the CPU)."""
+    kind = target.kind.name
+    return tvm.cpu() if kind in ("llvm", "c") else tvm.device(kind, 0)
 
 
 def shape_of(expr: relax.Expr) -> tuple[int, ...] | None:
