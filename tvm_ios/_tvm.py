@@ -153,3 +153,10 @@ def is_tensor_constant(expr: Any) -> bool:
 def var_name(var: relax.Var) -> str:
     """Name of a Relax variable (``name`` in 0.27, ``name_hint`` before)."""
     return str(getattr(var, "name", None) or getattr(var, "name_hint", ""))
+
+
+def register_error(cls: type) -> type:
+    """Let an exception class cross TVM's FFI (pass boundaries) without becoming RuntimeError."""
+    import tvm_ffi  # noqa: PLC0415
+
+    return tvm_ffi.register_error(cls.__name__, cls)
