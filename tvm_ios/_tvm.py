@@ -142,13 +142,23 @@ def bind_params(mod: IRModule, params: dict[str, np.ndarray], func: str = "main"
 
 
 def structural_hash(node: Any) -> int:
-    """Structural hash of an IR node (stable within one TVM version)."""
-    return int(tvm.ir.structural_hash(node))
+    """Structural hash of an IR node (stable within one TVM version; names do not count).
+
+    ``tvm.ir.structural_hash`` moved to ``tvm_ffi.structural_hash`` in 0.27.
+    """
+    import tvm_ffi  # noqa: PLC0415  (only where hashing is needed)
+
+    return int(tvm_ffi.structural_hash(node))
 
 
 def relax_functions(mod: IRModule) -> Sequence[tuple[str, relax.Function]]:
     """The Relax functions of a module, by global name."""
     return [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, relax.Function)]
+
+
+def is_tensor_constant(expr: Any) -> bool:
+    """True for a constant tensor of rank >= 1 (``tvm.ir.Constant`` in 0.27, was relax's)."""
+    return isinstance(expr, tvm.ir.Constant) and bool(shape_of(expr))
 
 
 def var_name(var: relax.Var) -> str:

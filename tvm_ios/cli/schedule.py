@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .common import (Progress, add_ios_options, add_model_options, block_options, load_model,
                      make_cost_model, write_json)
+from .tune import add_log_options, log_cost_model
 
 __all__ = ["add_parser"]
 
@@ -15,6 +16,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--scheduler", choices=("ios", "sequential", "greedy"), default="ios")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule JSON here")
     parser.add_argument("--plot", metavar="FILE", help="draw the schedule (PNG/SVG/PDF)")
+    add_log_options(parser)  # --log FILE: price stages with logged measurements
     parser.set_defaults(handler=run)
 
 
@@ -27,7 +29,7 @@ def run(args) -> int:
     mod, _, name = load_model(args)
     graph = OpGraph.from_relax(mod)
     graph.name = name
-    cost = make_cost_model(args)
+    cost = log_cost_model(args, mod) or make_cost_model(args)
     if args.scheduler == "sequential":
         schedule = sequential_schedule(graph, cost)
     elif args.scheduler == "greedy":
