@@ -13,14 +13,14 @@ os.environ.setdefault("TVM_NUM_THREADS", str(POOL))  # before TVM creates its po
 
 
 def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
-              p: float = 0.35):
+              p: float = 0.35, max_fanin: int = 3):
     """A random DAG of conv(+bias)+relu units; joins are sums; returns (IRModule, params).
 
-    Unit ``v`` reads the sum of the outputs of its predecessors (the input when it has none);
+    With ``max_fanin=1`` no free op joins branches (a tree of forks). Unit ``v`` reads the sum of the outputs of its predecessors (the input when it has none);
     the model returns the sum of the outputs nobody reads.
     """
     rng = np.random.default_rng(seed)
-    preds = [[u for u in range(v) if rng.random() < p] for v in range(num_ops)]
+    preds = [[u for u in range(v) if rng.random() < p][:max_fanin] for v in range(num_ops)]
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType((1, channels, size, size), "float32"))
     params = {}

@@ -37,6 +37,10 @@ def _i32(value: int):
     return tirx.IntImm("int32", int(value))
 
 
+def _seq(stmts: list):
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
 def _intrin(name: str):
     return tirx.Evaluate(tirx.call_llvm_intrin("void", name))
 
@@ -95,9 +99,9 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
     for v, tasks in enumerate(program.prog):
         body = _veu_body(v, tasks, steps_of, buffers, barriers, awaited)
         if body:
-            branches.append(tirx.IfThenElse(veu == _i32(v), tirx.SeqStmt(body), None))
+            branches.append(tirx.IfThenElse(veu == _i32(v), _seq(body), None))
     loop = tirx.For(veu, _i32(0), _i32(program.num_veus), tirx.ForKind.PARALLEL,
-                    tirx.SeqStmt(branches) if len(branches) > 1 else branches[0])
+                    _seq(branches))
     root = s_tir.SBlock([], [], [], "root",
                         tirx.SeqStmt([barriers.reset(program.num_veus), loop]),
                         alloc_buffers=[barriers.steps] + scratch)
