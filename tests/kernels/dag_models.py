@@ -1,12 +1,9 @@
-"""Fixtures of the kernel tests: random DAG-like Relax models and a sized CPU thread pool."""
+"""Random DAG-like Relax models for the kernel and pass tests (sets TVM_NUM_THREADS on import)."""
 import os
 
 import numpy as np
-import pytest
-import tvm
 from tvm import relax
 
-from tvm_ios.kernels.vdevice import pool_threads
 
 POOL = 4
 os.environ.setdefault("TVM_NUM_THREADS", str(POOL))  # before TVM creates its pool
@@ -47,13 +44,3 @@ def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
             gv = bb.emit_output(res)
         bb.emit_func_output(gv)
     return bb.get(), params
-
-
-@pytest.fixture
-def thread_pool():
-    """TVM's CPU thread pool with POOL workers for the test, restored afterwards."""
-    config = tvm.get_global_func("runtime.config_threadpool")
-    before = pool_threads()
-    config(0, POOL)
-    yield POOL
-    config(0, before)
