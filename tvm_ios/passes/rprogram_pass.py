@@ -28,7 +28,7 @@ from ..kernels.vdevice import cpu_vdevice
 from ..schedule.ios import ios_schedule
 from ..schedule.schedule import Schedule, ScheduleError, Stage
 from ..schedule.validate import validate_schedule
-from ._stage_rewriter import emission_plan
+from ._rprogram_regions import augment, binding_deps, stage_regions
 from .apply_schedule import record_schedule, schedule_of
 
 __all__ = ["RProgramPass", "POLICIES"]
@@ -66,15 +66,16 @@ class RProgramPass:
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"RProgramPass: module has no function {self.func_name!r}")
         ext = extract(mod[self.func_name], name=self.func_name)
-        schedule, regions = self._plan(mod, ext)
-        plan = emission_plan(ext, schedule)
-        rewriter = _RegionRewriter(ext, plan, regions, mod)
+        graph, members = augment(ext)
+        schedule, items = self._plan(mod, ext, graph)
+        rewriter = _RegionRewriter(ext, members, items, mod)
         new_func = rewriter.visit_expr(ext.func)
         mod = rewriter.builder_.get()
         mod[mod.get_global_var(self.func_name)] = new_func
-        self.programs = [program for _, program in rewriter.built]
+        self.programs = rewriter.built
+        regions = sum(kind == "region" for kind, *_ in items)
         logger.info("RProgramPass: %d rPrograms built, %d kept as own kernels",
-                    len(rewriter.built), len(regions) - len(rewriter.built))
+                    len(rewriter.built), regions - len(rewriter.built))
         return record_schedule(mod, self.func_name, schedule)
 
     def _schedule(self, mod, graph) -> Schedule:
@@ -83,23 +84,31 @@ class RProgramPass:
             return recorded
         return ios_schedule(graph, self.cost_model, strategy="parallel")
 
-    def _plan(self, mod, ext) -> tuple[Schedule, list]:
-        graph = ext.graph
+    def _plan(self, mod, ext, graph) -> tuple[Schedule, list]:
+        """The schedule recorded on the module and the emission items."""
         rops = estimate_roperators(graph, "cpu")
         edges = [(graph.nodes[u].name, graph.nodes[v].name) for u, v in graph.edges]
+        veus = self.vdevice.sms
         if self.policy == "ios":
-            schedule = self._schedule(mod, graph)
-            pairs = ios_policy(graph, schedule, rops, self.vdevice,
-                               num_veus=self.vdevice.sms, name=f"{self.func_name}_ios")
-            regions = [(set(schedule.stages[si].ops), p) for si, p in pairs]
+            schedule = self._schedule(mod, ext.graph)
+            staged = stage_regions(graph, schedule)
+            programs = dict(ios_policy(graph, staged, rops, self.vdevice, num_veus=veus,
+                                       name=f"{self.func_name}_ios"))
+            items = []
+            for si, stage in enumerate(staged.stages):
+                if si in programs:
+                    items.append(("region", stage.ops, programs[si]))
+                else:
+                    items.extend(("op", op) for op in stage.ops)
         else:
-            programs = wavefront_policy(graph, rops, self.vdevice, num_veus=self.vdevice.sms,
+            programs = wavefront_policy(graph, rops, self.vdevice, num_veus=veus,
                                         name=f"{self.func_name}_wave")
-            schedule, regions = _wavefront_schedule(graph, programs)
-        for _, program in regions:
-            simulate(program)
-            check_dependencies(program, edges)
-        return schedule, regions
+            schedule, items = _wavefront_items(graph, ext.graph, programs)
+        for item in items:
+            if item[0] == "region":
+                simulate(item[2])
+                check_dependencies(item[2], edges)
+        return schedule, items
 
 
 def _recorded(mod, func_name, graph) -> Schedule | None:
@@ -114,101 +123,112 @@ def _recorded(mod, func_name, graph) -> Schedule | None:
     return recorded
 
 
-def _wavefront_schedule(graph, programs) -> tuple[Schedule, list]:
-    """A schedule with one single-group stage per multi-op rProgram of schedulable ops."""
-    stages, regions = [], []
+def _wavefront_items(graph, unit_graph, programs) -> tuple[Schedule, list]:
+    """Items and a unit schedule: one single-group stage per multi-op rProgram."""
+    stages, items = [], []
     for program in programs:
         ops = sorted(program.ops, key=graph.index.get)
+        units = [op for op in ops if op in unit_graph.index]
         fixed = any(not graph.nodes[graph.index[op]].schedulable for op in ops)
-        if fixed or len(ops) < 2:
-            stages.extend(Stage([[op]]) for op in ops)
+        if fixed or len(units) < 2:
+            stages.extend(Stage([[op]]) for op in units)
+            items.extend(("op", op) for op in ops)
             continue
-        stages.append(Stage([ops]))
-        regions.append((set(ops), program))
-    schedule = Schedule(stages, graph={"name": graph.name, "num_ops": len(graph),
-                                       "fingerprint": graph.fingerprint()},
+        stages.append(Stage([units]))
+        items.append(("region", ops, program))
+    schedule = Schedule(stages, graph={"name": unit_graph.name, "num_ops": len(unit_graph),
+                                       "fingerprint": unit_graph.fingerprint()},
                         params={"scheduler": "rammer-wavefront"})
-    return schedule, regions
+    return schedule, items
 
 
 @_tvm.mutator
 class _RegionRewriter(_tvm.PyExprMutator):
-    """Re-emits the model's block in plan order, one call_tir per region."""
+    """Re-emits the model's block item by item, one call_tir per rProgram region."""
 
-    def __init__(self, ext, plan, regions, mod):
+    def __init__(self, ext, members, items, mod):
         super().__init__(mod)
-        self.ext, self.plan, self.regions = ext, plan, regions
+        self.ext, self.members, self.items = ext, members, items
         self.target = ext.func.body.blocks[ext.block_index]
         self.bindings = list(self.target.bindings)
+        self.deps = binding_deps(self.bindings)
+        self.emitted: set[int] = set()
         self.built: list = []
-        names = [n.name for n in ext.graph.nodes]
-        self.region_of = {}
-        for r, (ops, _) in enumerate(regions):
-            for op in ops:
-                for index in ext.units[names.index(op)]:
-                    self.region_of[index] = r
 
     def visit_dataflow_block_(self, block):
         if not block.same_as(self.target):
             return super().visit_dataflow_block_(block)
         self.builder_._begin_dataflow_block()
-        items = [i for kind, i in self.plan if kind == "bind"]
-        if len(items) != len(self.plan):
-            raise ValueError("RProgramPass: merge stages must be applied before (IOSPass)")
-        pos = 0
-        while pos < len(items):
-            region = self.region_of.get(items[pos])
-            if region is None:
-                self.builder_.emit_normalized(self.bindings[items[pos]])
-                pos += 1
-                continue
-            end = max(i for i, b in enumerate(items) if self.region_of.get(b) == region)
-            self._emit_region(region, items[pos:end + 1])
-            pos = end + 1
+        for item in self.items:
+            if item[0] == "region":
+                self._emit_region(item[1], item[2])
+            else:
+                for index in self.members[item[1]]:
+                    self._emit(index)
+        for index in range(len(self.bindings)):
+            self._emit(index)
         return self.builder_._end_block()
 
-    def _emit_region(self, region: int, span: list[int]) -> None:
-        ops, program = self.regions[region]
-        inside = [b for b in span if self.region_of.get(b) == region]
-        outside = [b for b in span if self.region_of.get(b) != region]
-        made = {self.bindings[b].var for b in inside}
-        glue = [b for b in outside
-                if any(v in made for v in relax.analysis.free_vars(self.bindings[b].value))]
+    def _emit(self, index: int) -> None:
+        if index in self.emitted:
+            return
+        for dep in self.deps[index]:
+            self._emit(dep)
+        self.emitted.add(index)
+        self.builder_.emit_normalized(self.bindings[index])
+
+    def _emit_region(self, ops, program) -> None:
+        inside = {i for op in ops for i in self.members[op]}
+        outside = sorted({d for i in inside for d in self.deps[i] if d not in inside})
         try:
-            if glue:
-                raise UnsupportedKernel(f"free op {_tvm.var_name(self.bindings[glue[0]].var)} "
-                                        "carries data between ops of the program")
+            if any(self._reaches(d, inside) for d in outside):
+                raise UnsupportedKernel("a free op outside the program carries data between "
+                                        "its ops")
             call, outs = self._build(ops, program)
         except (UnsupportedKernel, CPUBackendError) as err:
             logger.warning("RProgramPass: %s keeps its own kernels: %s", program.name, err)
-            for b in span:
-                self.builder_.emit_normalized(self.bindings[b])
+            for index in sorted(inside):
+                self._emit(index)
             return
-        for b in outside:
-            self.builder_.emit_normalized(self.bindings[b])
+        for index in outside:
+            self._emit(index)
         result = self.builder_.emit(call, program.name)
         for k, var in enumerate(outs):
             self.builder_.emit_normalized(relax.VarBinding(var, relax.TupleGetItem(result, k)))
-        self.built.append((region, program))
+        self.emitted |= inside
+        self.built.append(program)
+
+    def _reaches(self, index: int, inside: set) -> bool:
+        """Whether binding ``index`` reads (transitively) a binding of ``inside``."""
+        stack, seen = [index], set()
+        while stack:
+            i = stack.pop()
+            for d in self.deps[i]:
+                if d in inside:
+                    return True
+                if d not in seen and d not in self.emitted:
+                    seen.add(d)
+                    stack.append(d)
+        return False
 
     def _build(self, ops, program):
-        names = [n.name for n in self.ext.graph.nodes]
         steps_of, outs = {}, []
         for op in ops:
-            unit = [self.bindings[i] for i in self.ext.units[names.index(op)]]
+            unit = [self.bindings[i] for i in self.members[op]]
             steps_of[op] = lower_bindings(unit, unit[-1].var)
             outs.append(unit[-1].var)
         tensors, inputs = {}, []
+        made = [s.output for op in ops for s in steps_of[op]]
         for op in ops:
             for step in steps_of[op]:
                 for expr in list(step.inputs) + [step.output]:
-                    if not any(expr.same_as(k) for k in tensors):
-                        name = _tvm.var_name(expr) if isinstance(expr, relax.Var) else "w"
-                        tensors[expr] = (f"{name}_{len(tensors)}", _tvm.shape_of(expr),
-                                         _tvm.dtype_of(expr))
-                        made = any(expr.same_as(s.output) for o in ops for s in steps_of[o])
-                        if not made:
-                            inputs.append(expr)
+                    if any(expr.same_as(k) for k in tensors):
+                        continue
+                    name = _tvm.var_name(expr) if isinstance(expr, relax.Var) else "w"
+                    tensors[expr] = (f"{name}_{len(tensors)}", _tvm.shape_of(expr),
+                                     _tvm.dtype_of(expr))
+                    if not any(expr.same_as(m) for m in made):
+                        inputs.append(expr)
         func = build_cpu_primfunc(program, steps_of, tensors, inputs, outs)
         gvar = self.builder_.add_func(func, program.name)
         out_ty = [relax.TensorType(_tvm.shape_of(v), _tvm.dtype_of(v)) for v in outs]
