@@ -28,7 +28,7 @@ from ..kernels.vdevice import cpu_vdevice
 from ..schedule.ios import ios_schedule
 from ..schedule.schedule import Schedule, ScheduleError, Stage
 from ..schedule.validate import validate_schedule
-from ._rprogram_regions import augment, binding_deps, stage_regions
+from ..kernels.regions import augment, binding_deps, stage_regions
 from .apply_schedule import record_schedule, schedule_of
 
 __all__ = ["RProgramPass", "POLICIES"]

@@ -1,4 +1,4 @@
-"""Regions of the rProgram pass: which bindings each rProgram replaces, in which order.
+"""Regions of rPrograms in a Relax function: op graph with glue nodes, stages with glue.
 
 The op graph of :func:`~tvm_ios.graph.extract.extract` folds free ops (concat, residual
 add, reshape) into its edges. Inside one rProgram such an op still has to run, between its
@@ -20,7 +20,7 @@ from ..graph.extract import Extraction
 from ..graph.opgraph import OpGraph, OpNode
 from ..schedule.schedule import Schedule
 
-__all__ = ["augment", "binding_deps", "stage_regions"]
+__all__ = ["augment", "binding_deps", "stage_regions", "glue_free_schedule"]
 
 logger = logging.getLogger(__name__)
 
