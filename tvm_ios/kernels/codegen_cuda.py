@@ -28,7 +28,8 @@ from .rprogram import RProgram
 from .tvm_kernels import tensor_buffer
 from .vdevice import VDevice
 
-__all__ = ["build_cuda_primfunc", "cuda_source", "finish_pipeline", "encode_tables"]
+__all__ = ["build_cuda_primfunc", "cuda_source", "finish_pipeline", "encode_tables",
+           "register_budget"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,23 @@ def _i(v):
 
 def _seq(stmts):
     return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def register_budget(vdevice: VDevice, num_veus: int, threads: int) -> int:
+    """Registers per thread the kernel may use so that ``num_veus`` blocks stay resident.
+
+    The kernel must be compiled with ``-maxrregcount`` of this value (nvcc/NVRTC option);
+    raises :class:`~tvm_ios.kernels.vdevice.ResidencyError` below 24 registers.
+    """
+    per_sm = -(-num_veus // vdevice.sms)
+    budget = min(255, vdevice.regs_per_sm // max(per_sm * threads, 1)) // 8 * 8
+    if budget < 24:
+        from .vdevice import ResidencyError  # noqa: PLC0415
+
+        raise ResidencyError(f"{num_veus} vEUs of {threads} threads on {vdevice.name} leave "
+                             f"{budget} registers per thread ({per_sm} blocks per SM of "
+                             f"{vdevice.regs_per_sm} registers); fewer vEUs are needed")
+    return budget
 
 
 def encode_tables(program: RProgram, op_ids: dict) -> dict:
@@ -109,6 +127,8 @@ def build_cuda_primfunc(program: RProgram, rops: dict, tensors: dict, inputs: li
     loop = tirx.For(e, start, end - start, tirx.ForKind.SERIAL, entry)
     body = _seq([tirx.AllocBuffer(smem), tirx.AllocBuffer(dst), loop, sync,
                  _reset(steps, program.num_veus, tid)])
+    per_sm = -(-program.num_veus // vdevice.sms)  # every vEU resident: ptxas must fit them
+    body = tirx.AttrStmt(_i(0), "tirx.launch_bounds_min_blocks_per_sm", _i(per_sm), body)
     body = _launch("blockIdx.x", program.num_veus, _launch("threadIdx.x", threads, body, tid),
                    veu)
     params = [bufs[k] for k in list(inputs) + list(outputs)] + [tab[n] for n in tables] + [steps]

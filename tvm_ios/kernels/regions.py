@@ -5,8 +5,8 @@ add, reshape) into its edges. Inside one rProgram such an op still has to run, b
 producers and its consumers, so :func:`augment` adds a *glue* node for every free binding
 that reads an op's output and is read by an op. Policies then place glue like any op.
 
-:func:`plan_items` turns a policy's rPrograms into emission items: ``("unit", id)`` for an
-op that keeps its own kernel and ``("region", names, program)`` for an rProgram.
+:func:`plan_regions` runs a policy and turns its rPrograms into emission items: ``("op",
+name)`` for an op that keeps its own kernel and ``("region", names, program)``.
 """
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ from tvm import relax
 from .. import _tvm
 from ..graph.extract import Extraction
 from ..graph.opgraph import OpGraph, OpNode
-from ..schedule.schedule import Schedule
+from ..schedule.schedule import Schedule, Stage
+from .policies import ios_policy, wavefront_policy
+from .simulator import check_dependencies, simulate
 
-__all__ = ["augment", "binding_deps", "stage_regions", "glue_free_schedule"]
+__all__ = ["augment", "binding_deps", "stage_regions", "plan_regions"]
 
 logger = logging.getLogger(__name__)
 
@@ -137,3 +139,73 @@ def stage_regions(graph: OpGraph, schedule: Schedule) -> Schedule:
                     break
         stages.append(type(stage)(groups, stage.strategy, stage.latency_us))
     return Schedule(stages, dict(schedule.graph), dict(schedule.params), dict(schedule.stats))
+
+
+def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, policy: str,
+                 schedule: Schedule | None = None, name: str = "main") -> tuple[Schedule, list]:
+    """Plan rPrograms and the emission items of a function.
+
+    Parameters
+    ----------
+    unit_graph : OpGraph
+        The extracted op graph (units only).
+    graph : OpGraph
+        The same with glue nodes (:func:`augment`); ops with ``schedulable=False`` keep
+        their own kernels.
+    rops : dict
+        rOperator of every node of ``graph``.
+    policy : {"ios", "wavefront"}
+        With ``"ios"``, ``schedule`` (a schedule of ``unit_graph``) gives the stages.
+
+    Returns
+    -------
+    (Schedule, list)
+        The unit schedule to record, and items ``("op", name)`` or
+        ``("region", names, RProgram)`` in emission order. Every program has been
+        simulated (no deadlock) and checked against the data flow.
+    """
+    if policy == "ios":
+        staged = stage_regions(graph, schedule)
+        fixed = {n.name for n in graph.nodes if not n.schedulable}
+        runnable = Schedule([s if not fixed & set(s.ops) else Stage([[op] for op in s.ops])
+                             for s in staged.stages])
+        for stage in staged.stages:
+            if fixed & set(stage.ops) and len(stage.groups) > 1:
+                logger.warning("stage with %s keeps its ops' own kernels",
+                               sorted(fixed & set(stage.ops))[:3])
+        programs = dict(ios_policy(graph, runnable, rops, vdevice, num_veus=None,
+                                   name=f"{name}_ios"))
+        items = []
+        for si, stage in enumerate(runnable.stages):
+            if si in programs:
+                items.append(("region", stage.ops, programs[si]))
+            else:
+                items.extend(("op", op) for op in stage.ops)
+    else:
+        programs = wavefront_policy(graph, rops, vdevice, name=f"{name}_wave")
+        schedule, items = _wavefront_items(graph, unit_graph, programs)
+    edges = [(graph.nodes[u].name, graph.nodes[v].name) for u, v in graph.edges]
+    for item in items:
+        if item[0] == "region":
+            simulate(item[2])
+            check_dependencies(item[2], edges)
+    return schedule, items
+
+
+def _wavefront_items(graph, unit_graph, programs) -> tuple[Schedule, list]:
+    """Items and a unit schedule: one single-group stage per multi-op rProgram."""
+    stages, items = [], []
+    for program in programs:
+        ops = sorted(program.ops, key=graph.index.get)
+        units = [op for op in ops if op in unit_graph.index]
+        fixed = any(not graph.nodes[graph.index[op]].schedulable for op in ops)
+        if fixed or len(units) < 2:
+            stages.extend(Stage([[op]]) for op in units)
+            items.extend(("op", op) for op in ops)
+            continue
+        stages.append(Stage([units]))
+        items.append(("region", ops, program))
+    schedule = Schedule(stages, graph={"name": unit_graph.name, "num_ops": len(unit_graph),
+                                       "fingerprint": unit_graph.fingerprint()},
+                        params={"scheduler": "rammer-wavefront"})
+    return schedule, items

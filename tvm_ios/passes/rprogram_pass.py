@@ -20,15 +20,13 @@ from .. import _tvm
 from ..cost.analytical import AnalyticalCostModel
 from ..graph.extract import extract
 from ..kernels.codegen_cpu import CPUBackendError, build_cpu_primfunc
-from ..kernels.policies import ios_policy, wavefront_policy
 from ..kernels.roperator import estimate_roperators
-from ..kernels.simulator import check_dependencies, simulate
 from ..kernels.tvm_kernels import UnsupportedKernel, lower_bindings
 from ..kernels.vdevice import cpu_vdevice
 from ..schedule.ios import ios_schedule
-from ..schedule.schedule import Schedule, ScheduleError, Stage
+from ..schedule.schedule import Schedule, ScheduleError
 from ..schedule.validate import validate_schedule
-from ..kernels.regions import augment, binding_deps, stage_regions
+from ..kernels.regions import augment, binding_deps, plan_regions
 from .apply_schedule import record_schedule, schedule_of
 
 __all__ = ["RProgramPass", "POLICIES"]
@@ -58,6 +56,8 @@ class RProgramPass:
         if policy not in POLICIES:
             raise ValueError(f"RProgramPass: policy must be one of {POLICIES}, got {policy!r}")
         self.policy, self.func_name = policy, func_name
+        if num_veus is not None:
+            cpu_vdevice().check(num_veus, what="RProgramPass")  # one vEU per pool worker
         self.vdevice = cpu_vdevice(num_veus)
         self.cost_model = cost_model or AnalyticalCostModel("cpu")
         self.programs: list = []
@@ -87,28 +87,9 @@ class RProgramPass:
     def _plan(self, mod, ext, graph) -> tuple[Schedule, list]:
         """The schedule recorded on the module and the emission items."""
         rops = estimate_roperators(graph, "cpu")
-        edges = [(graph.nodes[u].name, graph.nodes[v].name) for u, v in graph.edges]
-        veus = self.vdevice.sms
-        if self.policy == "ios":
-            schedule = self._schedule(mod, ext.graph)
-            staged = stage_regions(graph, schedule)
-            programs = dict(ios_policy(graph, staged, rops, self.vdevice, num_veus=veus,
-                                       name=f"{self.func_name}_ios"))
-            items = []
-            for si, stage in enumerate(staged.stages):
-                if si in programs:
-                    items.append(("region", stage.ops, programs[si]))
-                else:
-                    items.extend(("op", op) for op in stage.ops)
-        else:
-            programs = wavefront_policy(graph, rops, self.vdevice, num_veus=veus,
-                                        name=f"{self.func_name}_wave")
-            schedule, items = _wavefront_items(graph, ext.graph, programs)
-        for item in items:
-            if item[0] == "region":
-                simulate(item[2])
-                check_dependencies(item[2], edges)
-        return schedule, items
+        schedule = self._schedule(mod, ext.graph) if self.policy == "ios" else None
+        return plan_regions(ext.graph, graph, rops, self.vdevice, self.policy, schedule,
+                            self.func_name)
 
 
 def _recorded(mod, func_name, graph) -> Schedule | None:
@@ -121,25 +102,6 @@ def _recorded(mod, func_name, graph) -> Schedule | None:
     except ScheduleError:
         return None
     return recorded
-
-
-def _wavefront_items(graph, unit_graph, programs) -> tuple[Schedule, list]:
-    """Items and a unit schedule: one single-group stage per multi-op rProgram."""
-    stages, items = [], []
-    for program in programs:
-        ops = sorted(program.ops, key=graph.index.get)
-        units = [op for op in ops if op in unit_graph.index]
-        fixed = any(not graph.nodes[graph.index[op]].schedulable for op in ops)
-        if fixed or len(units) < 2:
-            stages.extend(Stage([[op]]) for op in units)
-            items.extend(("op", op) for op in ops)
-            continue
-        stages.append(Stage([units]))
-        items.append(("region", ops, program))
-    schedule = Schedule(stages, graph={"name": unit_graph.name, "num_ops": len(unit_graph),
-                                       "fingerprint": unit_graph.fingerprint()},
-                        params={"scheduler": "rammer-wavefront"})
-    return schedule, items
 
 
 @_tvm.mutator
