@@ -10,7 +10,7 @@ from tvm_ios.kernels.simulator import simulate
 from tvm_ios.kernels.vdevice import pool_threads
 from tvm_ios.passes.ios_pass import IOSPass
 from tvm_ios.passes.rprogram_pass import RProgramPass
-from tvm_ios.runtime.compare import compare_modules
+from tvm_ios.runtime.compare import build, compare_modules, random_inputs, run
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "kernels"))
 from dag_models import dag_model  # noqa: E402  (shared with the kernel tests)
@@ -83,3 +83,22 @@ def test_kernel_prologue_and_barriers_in_tir():
     if any(p.num_barriers for p in rewrite.programs):
         assert "llvm.x86.sse2.mfence" in text and "volatile_scope" in text
         assert tvm.compile(new, "llvm") is not None
+
+
+def test_kernel_refuses_a_thread_pool_smaller_than_its_veus():
+    mod, params = dag_model(1, num_ops=10, p=0.3, max_fanin=1)
+    rewrite = RProgramPass("wavefront")
+    new = rewrite(mod)
+    veus = max(p.num_veus for p in rewrite.programs)
+    if veus < 2:
+        pytest.skip("thread pool has one worker here: nothing to refuse")
+    exe = build(new, "llvm", params)
+    config = tvm.get_global_func("runtime.config_threadpool")
+    before = pool_threads()
+    config(0, 1)
+    try:
+        with pytest.raises(Exception, match=f"needs {veus} resident vEUs"):
+            run(exe, random_inputs(mod))
+    finally:
+        config(0, before)
+    assert pool_threads() == before

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import platform
 
+import tvm
 from tvm import s_tir, tirx
 
 from .rprogram import RProgram
@@ -103,10 +104,27 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
     loop = tirx.For(veu, _i32(0), _i32(program.num_veus), tirx.ForKind.PARALLEL,
                     _seq(branches))
     root = s_tir.SBlock([], [], [], "root",
-                        tirx.SeqStmt([barriers.reset(program.num_veus), loop]),
+                        tirx.SeqStmt([_pool_guard(program), barriers.reset(program.num_veus),
+                                      loop]),
                         alloc_buffers=[barriers.steps] + scratch)
     func = tirx.PrimFunc(params, s_tir.SBlockRealize([], True, root))
     return func.with_attr("tirx.noalias", True).with_attr("tvm_ios.rprogram", program.name)
+
+
+def _pool_guard(program: RProgram):
+    """Refuse to run, with the numbers, when the thread pool has fewer workers than vEUs.
+
+    With fewer workers, one worker would run several vEUs in turn and a barrier could wait
+    for a vEU that never starts.
+    """
+    workers = tirx.call_packed("runtime.NumThreads")
+    message = (f"rProgram {program.name} needs {program.num_veus} resident vEUs (TVM "
+               "thread-pool workers); set TVM_NUM_THREADS to at least that")
+    if program.num_veus == 1:
+        return tirx.Evaluate(_i32(0))
+    return tirx.AssertStmt(workers >= _i32(program.num_veus),  # (condition, kind, parts)
+                           tvm.ir.expr.StringImm("RuntimeError"),
+                           [tvm.ir.expr.StringImm(message)])
 
 
 def _veu_body(v, tasks, steps_of, buffers, barriers, awaited) -> list:
