@@ -94,3 +94,23 @@ def test_register_budget_and_refusal():
     assert register_budget(h100, 132, 256) == 248  # 65536 / 256, rounded to 8
     with pytest.raises(ResidencyError, match="registers per thread"):
         register_budget(h100, 132 * 8, 1024)
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("name,size", [("inception_v3", 75), ("nasnet_a", 32)])
+def test_zoo_rprogram_kernels_build_for_sm90(name, size, tmp_path):
+    models = pytest.importorskip("tvm_ios.models")  # the zoo comes with its own branch
+    from tvm_ios import _tvm
+
+    mod, params = models.get(name, image_size=size)
+    mod = _tvm.bind_params(mod, params)
+    schedule = ios_schedule(extract(mod["main"]).graph, AnalyticalCostModel("h100"),
+                            strategy="parallel")
+    generated = cuda_rprograms(mod, "nvidia/nvidia-h100", "ios", schedule=schedule)
+    assert generated
+    gen = max(generated, key=lambda g: g.summary["rtasks"])
+    assert "st.release.gpu.global.s32" in gen.source
+    cubin, used = _compile(gen.source, "nvidia/nvidia-h100",
+                           gen.summary["max_registers_per_thread"], tmp_path)
+    assert len(cubin) > 0 and max(used) <= gen.summary["max_registers_per_thread"]

@@ -102,3 +102,17 @@ def test_kernel_refuses_a_thread_pool_smaller_than_its_veus():
     finally:
         config(0, before)
     assert pool_threads() == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,size", [("squeezenet", 64), ("inception_v3", 75),
+                                       ("randwire", 32), ("nasnet_a", 32)])
+@pytest.mark.parametrize("policy", ["ios", "wavefront"])
+def test_zoo_models_match_on_llvm(name, size, policy):
+    models = pytest.importorskip("tvm_ios.models")  # the zoo comes with its own branch
+    mod, params = models.get(name, image_size=size)
+    rewrite = RProgramPass(policy, cost_model=AnalyticalCostModel("h100"))
+    new = rewrite(mod)
+    assert rewrite.programs
+    result = compare_modules(mod, new, params)
+    assert result.max_abs_diff <= 1e-4 * max(1.0, result.max_abs_value)

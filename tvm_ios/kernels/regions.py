@@ -167,8 +167,8 @@ def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, polic
     if policy == "ios":
         staged = stage_regions(graph, schedule)
         fixed = {n.name for n in graph.nodes if not n.schedulable}
-        runnable = Schedule([s if not fixed & set(s.ops) else Stage([[op] for op in s.ops])
-                             for s in staged.stages])
+        runnable = Schedule([part for s in staged.stages for part in
+                             ([s] if not fixed & set(s.ops) else [Stage([[op]]) for op in s.ops])])
         for stage in staged.stages:
             if fixed & set(stage.ops) and len(stage.groups) > 1:
                 logger.warning("stage with %s keeps its ops' own kernels",
