@@ -1,15 +1,11 @@
 """``tvm-ios codegen``: CUDA sources, plans and a summary written without a GPU."""
 import json
-import sys
-from pathlib import Path
 
 from tvm_ios.cli.codegen import write_codegen
 from tvm_ios.cli.main import build_parser
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.kernels.rprogram import RProgram
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "kernels"))
-from dag_models import dag_model  # noqa: E402  (shared with the kernel tests)
+from tvm_ios.testing import dag_model
 
 
 def test_codegen_writes_sources_plans_and_summary(tmp_path):

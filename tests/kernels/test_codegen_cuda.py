@@ -7,7 +7,6 @@ import pytest
 import tvm
 from tvm.support import nvcc
 
-from dag_models import dag_model
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.graph.extract import extract
 from tvm_ios.kernels.codegen_cuda import encode_tables, register_budget
@@ -15,6 +14,7 @@ from tvm_ios.kernels.cuda_programs import cuda_rprograms
 from tvm_ios.kernels.rprogram import RProgram, RTask
 from tvm_ios.kernels.vdevice import VDEVICES, ResidencyError
 from tvm_ios.schedule.ios import ios_schedule
+from tvm_ios.testing import dag_model
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 

@@ -1,8 +1,9 @@
 """RProgramPass on llvm: rewritten modules match the original build on random inputs."""
-import sys
-from pathlib import Path
+import os
 
-import pytest
+os.environ.setdefault("TVM_NUM_THREADS", "4")  # before TVM creates its pool: 2+ vEUs
+
+import pytest  # noqa: E402
 import tvm
 
 from tvm_ios.cost.analytical import AnalyticalCostModel
@@ -11,9 +12,7 @@ from tvm_ios.kernels.vdevice import pool_threads
 from tvm_ios.passes.ios_pass import IOSPass
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import build, compare_modules, random_inputs, run
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "kernels"))
-from dag_models import dag_model  # noqa: E402  (shared with the kernel tests)
+from tvm_ios.testing import dag_model
 
 
 def _calls_to(mod, prefix):
@@ -114,5 +113,16 @@ def test_zoo_models_match_on_llvm(name, size, policy):
     rewrite = RProgramPass(policy, cost_model=AnalyticalCostModel("h100"))
     new = rewrite(mod)
     assert rewrite.programs
+    result = compare_modules(mod, new, params)
+    assert result.max_abs_diff <= 1e-4 * max(1.0, result.max_abs_value)
+
+
+def test_squeezenet_matches_on_llvm():
+    from tvm_ios import models
+
+    mod, params = models.get("squeezenet", image_size=32)
+    rewrite = RProgramPass("ios", cost_model=AnalyticalCostModel("h100"))
+    new = rewrite(mod)
+    assert len(rewrite.programs) >= 4  # the fire modules' expand1x1 | expand3x3 stages
     result = compare_modules(mod, new, params)
     assert result.max_abs_diff <= 1e-4 * max(1.0, result.max_abs_value)

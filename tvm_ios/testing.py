@@ -1,12 +1,10 @@
-"""Random DAG-like Relax models for the kernel and pass tests (sets TVM_NUM_THREADS on import)."""
-import os
+"""Random DAG-like Relax models for tests and benchmarks of the schedulers and engines."""
+from __future__ import annotations
 
 import numpy as np
 from tvm import relax
 
-
-POOL = 4
-os.environ.setdefault("TVM_NUM_THREADS", str(POOL))  # before TVM creates its pool
+__all__ = ["dag_model"]
 
 
 def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
