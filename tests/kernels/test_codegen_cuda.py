@@ -97,11 +97,10 @@ def test_register_budget_and_refusal():
 
 
 @needs_nvcc
-@pytest.mark.slow
-@pytest.mark.parametrize("name,size", [("inception_v3", 75), ("nasnet_a", 32)])
+@pytest.mark.parametrize("name,size", [
+    ("inception_v3", 75), pytest.param("nasnet_a", 32, marks=pytest.mark.slow)])
 def test_zoo_rprogram_kernels_build_for_sm90(name, size, tmp_path):
-    models = pytest.importorskip("tvm_ios.models")  # the zoo comes with its own branch
-    from tvm_ios import _tvm
+    from tvm_ios import _tvm, models
 
     mod, params = models.get(name, image_size=size)
     mod = _tvm.bind_params(mod, params)

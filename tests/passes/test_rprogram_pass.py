@@ -108,7 +108,8 @@ def test_kernel_refuses_a_thread_pool_smaller_than_its_veus():
                                        ("randwire", 32), ("nasnet_a", 32)])
 @pytest.mark.parametrize("policy", ["ios", "wavefront"])
 def test_zoo_models_match_on_llvm(name, size, policy):
-    models = pytest.importorskip("tvm_ios.models")  # the zoo comes with its own branch
+    from tvm_ios import models
+
     mod, params = models.get(name, image_size=size)
     rewrite = RProgramPass(policy, cost_model=AnalyticalCostModel("h100"))
     new = rewrite(mod)

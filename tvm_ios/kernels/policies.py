@@ -125,7 +125,12 @@ def wavefront_policy(graph: OpGraph, rops: dict[str, ROperator], vdevice: VDevic
     launch_us : float
         Cost of one more kernel (what keeping a wave in the current rProgram saves).
     """
+    requested = num_veus
     num_veus = _veus(vdevice, list(rops.values()), num_veus, name)
+    if requested is None:  # no more vEUs than the widest wave has rTasks
+        widest = max((sum(max(k.num_tasks for k in rops[graph.nodes[v].name].kernels)
+                          for v in wave) for wave in waves(graph)), default=1)
+        num_veus = max(1, min(num_veus, widest))
     plans: list[_Builder] = []
     current: _Builder | None = None
     for wave in waves(graph):
@@ -190,6 +195,9 @@ def ios_policy(graph: OpGraph, schedule: Schedule, rops: dict[str, ROperator],
             continue
         stage_rops = [rops[op] for op in stage.ops]
         veus = _veus(vdevice, stage_rops, num_veus, f"{name}_stage{si}")
+        if num_veus is None:  # no more vEUs than the stage has rTasks to give them
+            veus = max(len(stage.groups) if len(stage.groups) <= veus else 1,
+                       min(veus, sum(max(k.num_tasks for k in r.kernels) for r in stage_rops)))
         works = [sum(rops[op].most_efficient().work_us for op in g) for g in stage.groups]
         sets = _split_veus(veus, works)
         builder = _Builder(veus, f"{name}_stage{si}")
