@@ -60,6 +60,17 @@ def device_for(target: Target):
     return tvm.cpu() if kind in ("llvm", "c") else tvm.device(kind, 0)
 
 
+def config_threads(num_threads: int, cores: Sequence[int] = ()) -> None:
+    """Size the TVM thread pool of the calling thread (each Python thread has its own) and
+    let its threads share ``cores`` (default: every core this process may use). TVM's
+    default mode would pin the calling thread to core 0 in every pool."""
+    import os  # noqa: PLC0415
+
+    cpus = [str(c) for c in (cores or sorted(os.sched_getaffinity(0)))]
+    # mode -3: kSpecifyThreadShareAllCore, all threads of the pool share the listed cores
+    tvm.get_global_func("runtime.config_threadpool")(-3, int(num_threads), cpus)
+
+
 def shape_of(expr: relax.Expr) -> tuple[int, ...] | None:
     """Static shape of a Relax tensor expression, or None when unknown or dynamic."""
     ty = expr.ty

@@ -1,7 +1,7 @@
 """``tvm-ios schedule``: schedule a model and print the stage table (and JSON)."""
 from __future__ import annotations
 
-from .common import (Progress, add_ios_options, add_model_options, load_model,
+from .common import (Progress, add_ios_options, add_model_options, block_options, load_model,
                      make_cost_model, write_json)
 
 __all__ = ["add_parser"]
@@ -14,6 +14,7 @@ def add_parser(subparsers) -> None:
     add_ios_options(parser)
     parser.add_argument("--scheduler", choices=("ios", "sequential", "greedy"), default="ios")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule JSON here")
+    parser.add_argument("--plot", metavar="FILE", help="draw the schedule (PNG/SVG/PDF)")
     parser.set_defaults(handler=run)
 
 
@@ -34,11 +35,15 @@ def run(args) -> int:
     else:
         schedule = ios_schedule(graph, cost, max_group_size=args.max_group_size,
                                 max_num_groups=args.max_num_groups, strategy=args.strategy,
-                                progress=Progress(f"IOS {name}"))
+                                progress=Progress(f"IOS {name}"), **block_options(args))
     print(schedule)
     seq = sequential_schedule(graph, cost)
     print(f"estimated latency: {schedule.latency_us:.1f} us vs sequential "
           f"{seq.latency_us:.1f} us ({seq.latency_us / max(schedule.latency_us, 1e-9):.2f}x)")
     write_json(args.json, schedule.to_dict())
     write_json(args.output, schedule.to_dict())
+    if args.plot:
+        from ..plot import plot_schedule  # noqa: PLC0415
+
+        print(f"plot: {plot_schedule(schedule, args.plot)}")
     return 0
