@@ -56,7 +56,8 @@ def cpu():
 
 def device_for(target: Target):
     """Return the runtime device a target's code runs on."""
-    return tvm.device(target.kind.name, 0)
+    kind = target.kind.name
+    return tvm.cpu() if kind in ("llvm", "c") else tvm.device(kind, 0)
 
 
 def shape_of(expr: relax.Expr) -> tuple[int, ...] | None:
