@@ -30,6 +30,7 @@ _BATCH = {"relax.nn.adaptive_avg_pool2d", "relax.matmul", "relax.linear", "relax
           "relax.flatten", "relax.nn.softmax", "relax.nn.log_softmax"}
 
 
+@_tvm.register_error
 class GraphTurboError(ValueError):
     """Input GraphTurbo cannot schedule (dynamic shapes, a local buffer too small, ...)."""
 

@@ -60,7 +60,7 @@ class InstanceEmitter(_tvm.PyExprMutator):
             var = self.bindings[self.ctx.lg.bindings[self.ctx.output_layer(mask)][-1]].var
             if not isinstance(var, relax.DataflowVar):
                 shape = _tvm.shape_of(var)
-                value = self._gather(sg, full_box(shape), f"gt{sg}_out")
+                value = self.builder_.normalize(self._gather(sg, full_box(shape), f"gt{sg}_out"))
                 self.builder_.emit_normalized(relax.VarBinding(var, value))
         return self.builder_._end_block()
 

@@ -1,0 +1,82 @@
+"""SplitInstances: instances on slices plus concatenations, checked as IR and by running."""
+import pytest
+import tvm
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+from tvm_ios.graphturbo import testnets
+from tvm_ios.graphturbo.hwspec import HardwareSpec
+from tvm_ios.graphturbo.layers import GraphTurboError
+from tvm_ios.passes._graphturbo_attr import load
+from tvm_ios.passes.group_subgraphs import GroupSubgraphs
+from tvm_ios.passes.order_instances import OrderInstances
+from tvm_ios.passes.split_instances import SplitInstances
+from tvm_ios.runtime.compare import compare_modules
+
+
+def tiny(lb_bytes, cores=8):
+    return HardwareSpec("tiny", 1, cores, lb_bytes, 1 << 20, 100.0, 8000.0)
+
+
+@I.ir_module
+class Before:
+    @R.function
+    def main(x: R.Tensor((1, 2, 4, 4), "float32")) -> R.Tensor((1, 2, 4, 4), "float32"):
+        with R.dataflow():
+            gv = R.nn.relu(x)
+            R.output(gv)
+        return gv
+
+
+@I.ir_module
+class Expected:
+    @R.function
+    def main(x: R.Tensor((1, 2, 4, 4), "float32")) -> R.Tensor((1, 2, 4, 4), "float32"):
+        with R.dataflow():
+            a = R.strided_slice(x, axes=[1], begin=[0], end=[1])
+            b = R.nn.relu(a)
+            c = R.strided_slice(x, axes=[1], begin=[1], end=[2])
+            d = R.nn.relu(c)
+            gv = R.concat((b, d), axis=1)
+            R.output(gv)
+        return gv
+
+
+def test_relu_split_in_two_along_channels():
+    # 128 B in + 128 B out, 128 B of LB: two instances; Eq. (1) picks C (N is 1)
+    after = SplitInstances(tiny(128, cores=1))(Before)
+    tvm.ir.assert_structural_equal(after["main"], Expected["main"])
+    plan = load(after, "main")["plan"]
+    assert [(sg["dim"], sg["factor"]) for sg in plan["sgs"]] == [(1, 2)]
+
+
+def test_split_network_computes_the_same_outputs():
+    mod, params = testnets.get("squeezenet", batch_size=2, image_size=32)
+    seq = tvm.transform.Sequential([GroupSubgraphs(tiny(4096)), SplitInstances()])
+    after = seq(mod)
+    plan = load(after, "main")["plan"]
+    dims = {sg["dim"] for sg in plan["sgs"] if sg["factor"] > 1}
+    assert {0, 2} <= dims  # batch splits and row splits with halos
+    text = after["main"].script()
+    assert "R.strided_slice" in text and "R.concat" in text
+    assert compare_modules(mod, after, params).max_abs_diff < 1e-4
+
+
+def test_too_small_local_buffer_is_refused_by_the_pass():
+    mod, _ = testnets.get("squeezenet", batch_size=1, image_size=32)
+    with pytest.raises(GraphTurboError, match="local buffer"):
+        SplitInstances(tiny(16))(mod)
+
+
+def test_missing_function_is_named():
+    with pytest.raises(ValueError, match="SplitInstances: module has no function 'f'"):
+        SplitInstances(tiny(128), func_name="f")(Before)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("hw", ["dsa", "h100"])
+@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2", "squeezenet"])
+def test_networks_match_after_graphturbo(name, hw):
+    mod, params = testnets.get(name, batch_size=2, image_size=64)
+    seq = tvm.transform.Sequential([GroupSubgraphs(hw), SplitInstances(), OrderInstances()])
+    assert compare_modules(mod, seq(mod), params).max_abs_diff < 1e-3
