@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..graph.analysis import ancestors, descendants
 from ..graph.bitset import ids_of
+from ..graph.opgraph import _toposort
 from .splitinfo import SGContext, best_split
 
 __all__ = ["Grouping", "group_subgraphs", "toposort_sgs"]
@@ -174,24 +175,11 @@ def group_subgraphs(ctx: SGContext, max_rounds: int = 100) -> Grouping:
 
 def toposort_sgs(graph, sgs: list[int]) -> list[int]:
     """SG bitsets in a topological order of the SG DAG (ties: lowest first layer)."""
-    owner = {i: s for s in sgs for i in ids_of(s)}
-    indeg = {s: 0 for s in sgs}
-    succ = {s: set() for s in sgs}
-    for u, v in graph.edges:
-        a, b = owner[u], owner[v]
-        if a != b and b not in succ[a]:
-            succ[a].add(b)
-            indeg[b] += 1
-    ready = sorted((s for s in sgs if indeg[s] == 0), key=lambda m: m & -m)
-    order = []
-    while ready:
-        s = ready.pop(0)
-        order.append(s)
-        for t in succ[s]:
-            indeg[t] -= 1
-            if indeg[t] == 0:
-                ready.append(t)
-        ready.sort(key=lambda m: m & -m)
-    if len(order) != len(sgs):
-        raise RuntimeError("GraphTurbo grouping produced a cyclic sub-graph DAG")
-    return order
+    sgs = sorted(sgs, key=lambda m: m & -m)
+    owner = {i: k for k, s in enumerate(sgs) for i in ids_of(s)}
+    edges = {(owner[u], owner[v]) for u, v in graph.edges if owner[u] != owner[v]}
+    try:
+        order = _toposort(len(sgs), sorted(edges))
+    except ValueError as err:
+        raise RuntimeError("GraphTurbo grouping produced a cyclic sub-graph DAG") from err
+    return [sgs[k] for k in order]

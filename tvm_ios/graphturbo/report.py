@@ -79,6 +79,7 @@ def plot_lb(plan, path: str) -> str:
         ax.plot([b / 1024 for b in o["lb_trace"]], style, label=f"{name}"
                 + (" (chosen)" if name == plan.chosen else ""))
     ax.axhline(plan.figures["lb_capacity"] / 1024, color="red", lw=0.8, label="LB capacity")
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("schedule step (instance)")
     ax.set_ylabel("local buffer in use (KB)")
     ax.set_title(f"GraphTurbo LB use: {plan.model} on {plan.hw['name']}")
