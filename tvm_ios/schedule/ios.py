@@ -29,7 +29,7 @@ STRATEGIES = ("both", "parallel", "merge")
 Progress = Callable[[int, int, int], None]
 
 
-class _StageChooser:
+class StageChooser:
     """GenerateStage of Algorithm 1: price an ending under the chosen strategy (cached)."""
 
     def __init__(self, graph: OpGraph, cost_model, strategy: str):
@@ -53,10 +53,10 @@ class _StageChooser:
         return best
 
 
-class _BlockDP:
+class BlockDP:
     """The memoised DP over the states of one block."""
 
-    def __init__(self, enumerator: EndingEnumerator, chooser: _StageChooser):
+    def __init__(self, enumerator: EndingEnumerator, chooser: StageChooser):
         self.enum, self.choose = enumerator, chooser
         self.memo: dict[int, tuple[float, int, tuple, str, float]] = {}
         self.counts: dict[int, int] = {0: 1}
@@ -135,7 +135,7 @@ def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
     cost_model = check_cost_model(cost_model)
     enumerator = EndingEnumerator(graph, max_group_size, max_num_groups)
-    chooser = _StageChooser(graph, cost_model, strategy)
+    chooser = StageChooser(graph, cost_model, strategy)
     start = time.perf_counter()
     blocks = partition_blocks(graph, max_block_size) if partition else [graph.all_mask]
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * len(graph) + 1000))
@@ -152,7 +152,7 @@ def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
             block_stages = [(_remap(e, mapping), tuple(_remap(c, mapping) for c in comps), s, lat)
                             for e, comps, s, lat in local_stages]
         else:
-            dp = _BlockDP(enumerator, chooser)
+            dp = BlockDP(enumerator, chooser)
             dp.solve(block)
             block_stages = dp.stages(block)
             block_stats = {"states": len(dp.memo), "transitions": dp.transitions,

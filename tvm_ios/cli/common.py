@@ -1,0 +1,80 @@
+"""Helpers shared by the subcommands: model loading, options, JSON output, progress."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["add_model_options", "add_ios_options", "load_model", "write_json", "Progress",
+           "make_cost_model"]
+
+
+def add_model_options(parser) -> None:
+    """``--model NAME|FILE.onnx``, ``--batch``, ``--image-size``, ``--json``."""
+    parser.add_argument("--model", required=True,
+                        help="a zoo model name (see `tvm-ios schedule --list`) or an ONNX file")
+    parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
+    parser.add_argument("--image-size", type=int, default=None,
+                        help="square input size (default: the model's published size)")
+    parser.add_argument("--json", metavar="FILE", help="write the figures to FILE as JSON")
+
+
+def add_ios_options(parser) -> None:
+    """IOS search options: r, s, strategy, device of the analytical cost model."""
+    parser.add_argument("-r", "--max-group-size", type=int, default=3,
+                        help="r: most ops per group (default 3)")
+    parser.add_argument("-s", "--max-num-groups", type=int, default=8,
+                        help="s: most groups per stage (default 8)")
+    parser.add_argument("--strategy", choices=("both", "parallel", "merge"), default="both")
+    parser.add_argument("--device", default="v100",
+                        help="device preset of the analytical cost model (v100, a100, h100, cpu)")
+
+
+def make_cost_model(args):
+    """The cost model the options ask for."""
+    from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415
+
+    return AnalyticalCostModel(args.device)
+
+
+def load_model(args):
+    """``(mod, params, name)`` of ``--model``: a zoo name or a path to an ONNX file."""
+    from .. import models  # noqa: PLC0415  (keeps `tvm-ios --help` fast)
+
+    spec = args.model
+    if spec.endswith(".onnx") or "/" in spec or Path(spec).suffix:
+        path = Path(spec)
+        if not path.is_file():
+            raise FileNotFoundError(f"model file {path} does not exist")
+        mod, params = models.from_onnx(str(path))
+        return mod, params, path.stem
+    mod, params = models.get(spec, batch_size=args.batch, image_size=args.image_size)
+    return mod, params, spec
+
+
+def write_json(path: str | None, data) -> None:
+    """Write ``data`` to ``path`` as JSON (no-op when path is None)."""
+    if path:
+        Path(path).write_text(json.dumps(data, indent=1))
+
+
+class Progress:
+    """A one-line progress bar on stderr: ``progress(done, total, extra)``."""
+
+    def __init__(self, label: str, unit: str = "states", stream=None):
+        self.label, self.unit = label, unit
+        self.stream = stream or sys.stderr
+        self.start = time.perf_counter()
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def __call__(self, done: int, total: int, extra: int) -> None:
+        width = 30
+        filled = int(width * done / max(total, 1))
+        line = (f"{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
+                f"blocks, {extra} {self.unit}, {time.perf_counter() - self.start:.1f}s")
+        if self.tty:
+            self.stream.write("\r" + line + ("\n" if done == total else ""))
+        elif done == total or done % max(1, total // 10) == 0:
+            self.stream.write(line + "\n")
+        self.stream.flush()

@@ -1,0 +1,44 @@
+"""``tvm-ios schedule``: schedule a model and print the stage table (and JSON)."""
+from __future__ import annotations
+
+from .common import (Progress, add_ios_options, add_model_options, load_model,
+                     make_cost_model, write_json)
+
+__all__ = ["add_parser"]
+
+
+def add_parser(subparsers) -> None:
+    """Register ``schedule``."""
+    parser = subparsers.add_parser("schedule", help="find a stage schedule for a model")
+    add_model_options(parser)
+    add_ios_options(parser)
+    parser.add_argument("--scheduler", choices=("ios", "sequential", "greedy"), default="ios")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule JSON here")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    """Schedule ``--model`` and print the table; ``--json``/``-o`` write the Schedule JSON."""
+    from ..graph.opgraph import OpGraph  # noqa: PLC0415
+    from ..schedule.baselines import greedy_schedule, sequential_schedule  # noqa: PLC0415
+    from ..schedule.ios import ios_schedule  # noqa: PLC0415
+
+    mod, _, name = load_model(args)
+    graph = OpGraph.from_relax(mod)
+    graph.name = name
+    cost = make_cost_model(args)
+    if args.scheduler == "sequential":
+        schedule = sequential_schedule(graph, cost)
+    elif args.scheduler == "greedy":
+        schedule = greedy_schedule(graph, cost)
+    else:
+        schedule = ios_schedule(graph, cost, max_group_size=args.max_group_size,
+                                max_num_groups=args.max_num_groups, strategy=args.strategy,
+                                progress=Progress(f"IOS {name}"))
+    print(schedule)
+    seq = sequential_schedule(graph, cost)
+    print(f"estimated latency: {schedule.latency_us:.1f} us vs sequential "
+          f"{seq.latency_us:.1f} us ({seq.latency_us / max(schedule.latency_us, 1e-9):.2f}x)")
+    write_json(args.json, schedule.to_dict())
+    write_json(args.output, schedule.to_dict())
+    return 0

@@ -1,0 +1,78 @@
+"""Size of the IOS search space per block, as in the thesis's Table 3.1.
+
+For each block: the number of ops n, the width d, the upper bound C(n/d + 2, 2)^d on
+transitions, the transitions #(S, S') the DP visits, and the number of stage schedules.
+Without r and s the space is unpruned, as in Table 3.1.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from ..graph.analysis import width
+from ..graph.blocks import DEFAULT_MAX_BLOCK_SIZE, partition_blocks
+from ..graph.opgraph import OpGraph
+from .endings import EndingEnumerator
+from .ios import BlockDP, StageChooser
+
+__all__ = ["block_stats"]
+
+
+class _Free:
+    """A cost model that prices every stage at zero: only the counts matter here."""
+
+    def stage_latency(self, graph, groups):
+        return 0.0
+
+    def merged_latency(self, graph, ops):
+        return None
+
+
+def _bound(n: int, d: int) -> float:
+    """The thesis's bound C(n/d + 2, 2)^d with real n/d (Table 3.1 uses it so)."""
+    x = n / d + 2
+    return (x * (x - 1) / 2) ** d
+
+
+def block_stats(graph: OpGraph, max_group_size: int | None = None,
+                max_num_groups: int | None = None,
+                max_block_size: int = DEFAULT_MAX_BLOCK_SIZE,
+                progress: Callable[[int, int, int], None] | None = None) -> list[dict]:
+    """Search-space statistics of every block of ``graph``.
+
+    Parameters
+    ----------
+    graph : OpGraph
+        The graph.
+    max_group_size, max_num_groups : int, optional
+        r and s; None means unpruned.
+    max_block_size : int
+        As for :func:`~tvm_ios.schedule.ios.ios_schedule`.
+    progress : callable, optional
+        Called as ``progress(blocks_done, blocks_total, transitions_so_far)``.
+
+    Returns
+    -------
+    list of dict
+        Per block: ``block``, ``n``, ``width``, ``bound``, ``states``, ``transitions``,
+        ``schedules``, ``seconds``, ``ops`` (names).
+    """
+    blocks = partition_blocks(graph, max_block_size)
+    rows, total = [], 0
+    for index, block in enumerate(blocks):
+        n = block.bit_count()
+        start = time.perf_counter()
+        enum = EndingEnumerator(graph, max_group_size or n, max_num_groups or n)
+        dp = BlockDP(enum, StageChooser(graph, _Free(), "parallel"))
+        dp.solve(block)
+        d = width(graph, block)
+        total += dp.transitions
+        rows.append({"block": index, "n": n, "width": d,
+                     "bound": _bound(n, d),
+                     "states": len(dp.memo), "transitions": dp.transitions,
+                     "schedules": dp.counts[block],
+                     "seconds": round(time.perf_counter() - start, 4),
+                     "ops": graph.names_of(block)})
+        if progress is not None:
+            progress(index + 1, len(blocks), total)
+    return rows
