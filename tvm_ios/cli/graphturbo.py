@@ -3,31 +3,34 @@
     tvm-ios graphturbo --model resnet50 --hw dsa [--verify] [--json FILE] [--plot FILE]
     python -m tvm_ios.cli.graphturbo --model mobilenet_v2 --hw h100 --image-size 112
 
-Models come from the model zoo (``tvm_ios.models``) when it is installed, else from
-:mod:`tvm_ios.graphturbo.testnets`.
+Models come from the model zoo (``tvm_ios.models``) or an ONNX file through
+:func:`tvm_ios.cli.common.load_model`; while the zoo is not installed, the stand-in
+networks of :mod:`tvm_ios.graphturbo.testnets` serve.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+
+from . import common
 
 __all__ = ["add_parser", "run", "main", "load_model"]
 
 
-def load_model(name: str, batch_size: int, image_size: int | None):
-    """``(IRModule, params)`` of a zoo model, or of a stand-in network."""
+def load_model(args):
+    """``(mod, params, name)``: the zoo (or ONNX) model, else a stand-in network."""
     try:
-        from tvm_ios import models  # noqa: PLC0415  (the zoo may not be there yet)
+        return common.load_model(args)
+    except (ImportError, ValueError, KeyError) as err:
+        from tvm_ios.graphturbo import testnets  # noqa: PLC0415
 
-        if name in models.names():
-            return models.get(name, batch_size=batch_size, image_size=image_size)
-    except ImportError:
-        pass
-    from tvm_ios.graphturbo import testnets  # noqa: PLC0415
-
-    return testnets.get(name, batch_size=batch_size, image_size=image_size)
+        if args.model not in testnets.names():
+            raise
+        print(f"(model zoo unavailable: {err}; using the stand-in {args.model})")
+        mod, params = testnets.get(args.model, batch_size=args.batch,
+                                   image_size=args.image_size)
+        return mod, params, args.model
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -39,18 +42,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _arguments(parser) -> None:
-    parser.add_argument("--model", required=True, help="zoo model name")
+    common.add_model_options(parser)
     parser.add_argument("--hw", default="dsa", help="hardware preset: dsa, h100, a100")
-    parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-    parser.add_argument("--image-size", type=int, default=None, help="image side (224)")
     parser.add_argument("--order", default="auto", choices=["auto", "bfs", "dfs"])
     parser.add_argument("--oversize", default="error", choices=["error", "fallback"],
                         help="a layer too large for LB: error, or keep it per layer in DRAM")
     parser.add_argument("--verify", action="store_true",
                         help="build original and rewritten module on llvm and compare")
-    parser.add_argument("--json", metavar="FILE", help="write the plan and figures as JSON")
     parser.add_argument("--plot", metavar="FILE", help="write a PNG of LB use per step")
-    parser.add_argument("--verbose", action="store_true", help="list every sub-graph")
+    parser.add_argument("--verbose-sgs", action="store_true", help="list every sub-graph")
 
 
 def run(args) -> int:
@@ -61,20 +61,20 @@ def run(args) -> int:
     from tvm_ios.graphturbo.plan import plan_graph  # noqa: PLC0415
     from tvm_ios.graphturbo.report import plot_lb, summary, table3  # noqa: PLC0415
 
-    mod, params = load_model(args.model, args.batch, args.image_size)
+    mod, params, name = load_model(args)
     start = time.time()
-    plan = plan_graph(layer_graph(mod["main"], name=args.model), args.hw, order=args.order,
+    plan = plan_graph(layer_graph(mod["main"], name=name), args.hw, order=args.order,
                       oversize=args.oversize)
     plan_s = time.time() - start
-    text = summary(plan, max_order=10_000 if args.verbose else 40)
-    if not args.verbose:
+    text = summary(plan, max_order=10_000 if args.verbose_sgs else 40)
+    if not args.verbose_sgs:
         lines = text.splitlines()
         text = "\n".join(lines[:26] + (["  ..."] if len(plan.sgs) > 25 else []) + [
             line for line in lines[26:] if not line.startswith("  sg")])
     print(text)
-    print(table3(plan, args.model))
+    print(table3(plan, name))
     print(f"planning took {plan_s:.2f} s")
-    result = {"model": args.model, "hw": args.hw, "batch": args.batch,
+    result = {"model": name, "hw": args.hw, "batch": args.batch,
               "image_size": args.image_size or 224, "plan": plan.to_dict()}
     if args.verify:
         from tvm_ios.passes.group_subgraphs import GroupSubgraphs  # noqa: PLC0415
@@ -91,8 +91,7 @@ def run(args) -> int:
     if args.plot:
         print(f"LB plot: {plot_lb(plan, args.plot)}")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=1)
+        common.write_json(args.json, result)
         print(f"figures written to {args.json}")
     return 0
 
