@@ -50,6 +50,37 @@ def test_relu_split_in_two_along_channels():
     assert [(sg["dim"], sg["factor"]) for sg in plan["sgs"]] == [(1, 2)]
 
 
+@I.ir_module
+class ConvBefore:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32"), w: R.Tensor((1, 1, 3, 3), "float32")):
+        with R.dataflow():
+            gv = R.nn.conv2d(x, w, padding=[1, 1, 1, 1])
+            R.output(gv)
+        return gv
+
+
+@I.ir_module
+class ConvExpected:
+    @R.function
+    def main(x: R.Tensor((1, 1, 4, 4), "float32"), w: R.Tensor((1, 1, 3, 3), "float32")):
+        with R.dataflow():
+            a = R.strided_slice(x, axes=[2], begin=[0], end=[3])
+            b = R.nn.conv2d(a, w, padding=[1, 1, 0, 1])
+            c = R.strided_slice(x, axes=[2], begin=[1], end=[4])
+            d = R.nn.conv2d(c, w, padding=[0, 1, 1, 1])
+            gv = R.concat((b, d), axis=2)
+            R.output(gv)
+        return gv
+
+
+def test_conv_split_in_two_along_rows_with_a_halo():
+    # 64 B in + 64 B out; an instance of 2 output rows reads 3 input rows (48 + 32 B <= 80 B);
+    # the padding row survives only at the tensor's real border
+    after = SplitInstances(tiny(80, cores=1))(ConvBefore)
+    tvm.ir.assert_structural_equal(after["main"], ConvExpected["main"])
+
+
 def test_split_network_computes_the_same_outputs():
     mod, params = testnets.get("squeezenet", batch_size=2, image_size=32)
     seq = tvm.transform.Sequential([GroupSubgraphs(tiny(4096)), SplitInstances()])

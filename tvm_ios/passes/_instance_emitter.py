@@ -179,7 +179,7 @@ def _window(call, data, info, out_box):
                                   data_layout=attrs["data_layout"],
                                   kernel_layout=attrs["kernel_layout"],
                                   out_layout=attrs["out_layout"],
-                                  out_dtype=_tvm.dtype_of(call))
+                                  out_dtype=call.attrs.out_dtype)
     pool = relax.op.nn.max_pool2d if op == "relax.nn.max_pool2d" else relax.op.nn.avg_pool2d
     return pool(data, attrs["pool_size"], attrs["strides"], padding, attrs["dilation"],
                 attrs.get("ceil_mode", False), attrs.get("count_include_pad", False),
