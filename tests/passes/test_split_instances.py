@@ -42,9 +42,38 @@ class Expected:
         return gv
 
 
+@I.ir_module
+class ExpectedOutlined:
+    @R.function(private=True)
+    def gt0_0_inst(a: R.Tensor((1, 1, 4, 4), "float32")) -> R.Tensor((1, 1, 4, 4), "float32"):
+        with R.dataflow():
+            b = R.nn.relu(a)
+            c = b
+            R.output(c)
+        return c
+
+    @R.function
+    def main(x: R.Tensor((1, 2, 4, 4), "float32")) -> R.Tensor((1, 2, 4, 4), "float32"):
+        cls = ExpectedOutlined
+        with R.dataflow():
+            a = R.strided_slice(x, axes=[1], begin=[0], end=[1])
+            b = cls.gt0_0_inst(a)
+            c = R.strided_slice(x, axes=[1], begin=[1], end=[2])
+            d = cls.gt0_0_inst(c)
+            gv = R.concat((b, d), axis=1)
+            R.output(gv)
+        return gv
+
+
+def test_instances_become_calls_of_one_shared_function():
+    # both halves are the same computation, so they call one private function
+    after = SplitInstances(tiny(128, cores=1))(Before)
+    tvm.ir.assert_structural_equal(tvm.IRModule(after.functions), ExpectedOutlined)
+
+
 def test_relu_split_in_two_along_channels():
     # 128 B in + 128 B out, 128 B of LB: two instances; Eq. (1) picks C (N is 1)
-    after = SplitInstances(tiny(128, cores=1))(Before)
+    after = SplitInstances(tiny(128, cores=1), outline=False)(Before)
     tvm.ir.assert_structural_equal(after["main"], Expected["main"])
     plan = load(after, "main")["plan"]
     assert [(sg["dim"], sg["factor"]) for sg in plan["sgs"]] == [(1, 2)]
@@ -77,7 +106,7 @@ class ConvExpected:
 def test_conv_split_in_two_along_rows_with_a_halo():
     # 64 B in + 64 B out; an instance of 2 output rows reads 3 input rows (48 + 32 B <= 80 B);
     # the padding row survives only at the tensor's real border
-    after = SplitInstances(tiny(80, cores=1))(ConvBefore)
+    after = SplitInstances(tiny(80, cores=1), outline=False)(ConvBefore)
     tvm.ir.assert_structural_equal(after["main"], ConvExpected["main"])
 
 

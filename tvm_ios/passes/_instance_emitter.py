@@ -39,9 +39,11 @@ class InstanceEmitter(_tvm.PyExprMutator):
     """Re-emits the layer graph's dataflow block as ordered instances (see module doc)."""
 
     def __init__(self, ctx: SGContext, sgs: list[int], splits: list[tuple[int, int]],
-                 order: list[tuple[int, int]], mod=None):
+                 order: list[tuple[int, int]], mod=None, outline: bool = True):
         super().__init__(mod)
         self.ctx, self.sgs, self.splits, self.order = ctx, sgs, splits, order
+        self.outline = outline
+        self.fn: _Outline | None = None
         self.target = ctx.lg.func.body.blocks[ctx.lg.block_index]
         self.bindings = list(self.target.bindings)
         self.params = {_tvm.var_name(p): p for p in ctx.lg.func.params}
@@ -74,31 +76,43 @@ class InstanceEmitter(_tvm.PyExprMutator):
         need, _ = self.ctx.regions(mask, box)
         local: dict[int, tuple] = {}
         prefix = f"gt{sg}_{k}_"
+        self.fn = _Outline(prefix + "inst") if self.outline else None
         for b in self.ctx.bindings(mask):
             if b in need:
                 value = self._rewrite(b, need[b], local, prefix)
                 name = prefix + _tvm.var_name(self.bindings[b].var)
-                local[b] = (self.builder_.emit(value, name), need[b])
+                local[b] = (self._emit(value, name), need[b])
         last = self.ctx.lg.bindings[layer][-1]
         var, have = local[last]
-        piece = var if have == box else self.builder_.emit(
-            _slice(var, have, box), prefix + "part")
+        piece = var if have == box else self._emit(_slice(var, have, box), prefix + "part")
+        if self.fn is not None:
+            piece = self.fn.finish(self.builder_, piece, prefix + "call")
+            self.fn = None
         self.pieces.setdefault(sg, []).append((box, piece))
+
+    def _emit(self, value, name: str):
+        """Emit inside the current instance (its function when outlining)."""
+        return (self.fn.bb if self.fn is not None else self.builder_).emit(value, name)
+
+    def _outside(self, var):
+        """A main-function variable as seen from inside the current instance."""
+        if self.fn is None or not isinstance(var, relax.Var):
+            return var
+        return self.fn.param(var)
 
     def _operand(self, src: str, shape, box, local, prefix):
         """A variable holding ``box`` of the operand ``src``."""
         if src.startswith("param:"):
             var = self.params[src[6:]]
-            return var if box == full_box(shape) else self.builder_.emit(
-                _slice(var, full_box(shape), box), prefix + "in")
+            return self._outside(var if box == full_box(shape) else self.builder_.emit(
+                _slice(var, full_box(shape), box), prefix + "in"))
         index = int(src[1:])
         if index in local:
             var, have = local[index]
-            return var if have == box else self.builder_.emit(_slice(var, have, box),
-                                                              prefix + "slice")
+            return var if have == box else self._emit(_slice(var, have, box), prefix + "slice")
         value = self._gather(self._owner(index), box, prefix + "gather")
-        return value if isinstance(value, relax.Var) else self.builder_.emit(value,
-                                                                             prefix + "gather")
+        return self._outside(value if isinstance(value, relax.Var) else self.builder_.emit(
+            value, prefix + "gather"))
 
     def _owner(self, index: int) -> int:
         for sg, mask in enumerate(self.sgs):
@@ -130,19 +144,21 @@ class InstanceEmitter(_tvm.PyExprMutator):
         if isinstance(value, relax.Var):
             return new[(0, -1)]
         if info.rule == "window":
-            return _window(value, new[(0, -1)], info, out_box)
+            weight = self._outside(value.args[1]) if len(value.args) > 1 else None
+            return _window(value, new[(0, -1)], weight, info, out_box)
         args = []
         for pos, arg in enumerate(value.args):
             if isinstance(arg, relax.Tuple):
-                args.append(relax.Tuple([new.get((pos, j), f) for j, f in enumerate(arg.fields)]))
+                args.append(relax.Tuple([new[(pos, j)] if (pos, j) in new else self._outside(f)
+                                         for j, f in enumerate(arg.fields)]))
             elif (pos, -1) in new:
                 args.append(new[(pos, -1)])
             elif info.rule == "map" and _tvm.shape_of(arg) is not None:
-                shape = _tvm.shape_of(arg)
+                shape, arg = _tvm.shape_of(arg), self._outside(arg)
                 want = input_box(info, shape, out_box)
                 args.append(arg if want == full_box(shape) else _slice(arg, full_box(shape), want))
             else:
-                args.append(arg)
+                args.append(self._outside(arg))
         if _tvm.op_name(value) == "relax.reshape" and out_box != full_box(info.out_shape):
             args[1] = relax.ShapeExpr([hi - lo for lo, hi in out_box])
         return relax.Call(value.op, args, value.attrs, value.ty_args)
@@ -161,7 +177,7 @@ def _slice(var, have, want):
     return relax.op.strided_slice(var, axes, begin, end)
 
 
-def _window(call, data, info, out_box):
+def _window(call, data, weight, info, out_box):
     """The conv or pool of ``call`` on a slice, with the padding of the cut."""
     w = info.window
     pads = []
@@ -174,7 +190,7 @@ def _window(call, data, info, out_box):
     attrs = _tvm.attrs_dict(call)
     op = _tvm.op_name(call)
     if op == "relax.nn.conv2d":
-        return relax.op.nn.conv2d(data, call.args[1], strides=attrs["strides"], padding=padding,
+        return relax.op.nn.conv2d(data, weight, strides=attrs["strides"], padding=padding,
                                   dilation=attrs["dilation"], groups=attrs["groups"],
                                   data_layout=attrs["data_layout"],
                                   kernel_layout=attrs["kernel_layout"],
@@ -186,12 +202,40 @@ def _window(call, data, info, out_box):
                 attrs["layout"], attrs["out_layout"])
 
 
+class _Outline:
+    """One instance being built as a private Relax function, called from ``main``."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.bb = relax.BlockBuilder()
+        self.params: list = []
+        self.args: list = []
+        self.mapping: dict = {}
+        self.frames = [self.bb.function(name, private=True)]
+        self.frames[0].__enter__()
+        self.frames.append(self.bb.dataflow())
+        self.frames[1].__enter__()
+
+    def param(self, var):
+        """The function parameter standing for a variable of ``main``."""
+        if var not in self.mapping:
+            fresh = relax.Var(_tvm.var_name(var), var.ty)
+            self.mapping[var] = fresh
+            self.params.append(fresh)
+            self.args.append(var)
+        return self.mapping[var]
+
+    def finish(self, main_builder, result, call_name: str):
+        """Close the function, add it to the module, emit its call in ``main``."""
+        out = self.bb.emit_output(result)
+        self.frames[1].__exit__(None, None, None)
+        self.bb.emit_func_output(out, params=self.params)
+        self.frames[0].__exit__(None, None, None)
+        gvar = main_builder.add_func(self.bb.get()[self.name], self.name)
+        return main_builder.emit(relax.Call(gvar, self.args), call_name)
+
+
 def sg_masks(lg, groups: list[list[str]]) -> list[int]:
     """Bitsets of SGs given by layer names."""
     index = lg.graph.index
     return [sum(1 << index[name] for name in names) for names in groups]
-
-
-def layer_ids(mask: int) -> list[int]:
-    """Layer ids of an SG bitset."""
-    return ids_of(mask)

@@ -2,8 +2,9 @@
 
 Plans the function with :func:`tvm_ios.graphturbo.plan.plan_graph` (reusing the groups of
 ``GroupSubgraphs`` when recorded) and rewrites its dataflow block so that each instance is
-its own run of ops on slices of its inputs, instances of one SG after another, with
-concatenations where a consumer reads several producer parts. The plan (split, order,
+a call of its own private Relax function (``gt<sg>_<k>_inst``) on slices of its inputs,
+instances of one SG after another, with concatenations where a consumer reads several
+producer parts. The plan (split, order,
 bindings, scopes, memory figures) is recorded on the module for ``OrderInstances``.
 """
 from __future__ import annotations
@@ -39,12 +40,16 @@ class SplitInstances:
         What to do with a layer too large for the local buffer at any split.
     func_name : str
         The function to rewrite.
+    outline : bool
+        Make each instance a private Relax function called from ``func_name`` (default);
+        False leaves its ops inline.
     """
 
     def __init__(self, hw=None, order: str = "auto", oversize: str = "error",
-                 func_name: str = "main"):
+                 func_name: str = "main", outline: bool = True):
         self.hw = get_hw(hw) if hw is not None else None
         self.order, self.oversize, self.func_name = order, oversize, func_name
+        self.outline = outline
 
     def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
@@ -57,11 +62,13 @@ class SplitInstances:
         sgs = sg_masks(lg, [sg["layers"] for sg in plan.sgs])
         splits = [(sg["dim"], sg["factor"]) for sg in plan.sgs]
         order = sorted((i["sg"], i["k"]) for i in plan.split["instances"])
-        emitter = InstanceEmitter(SGContext(lg, hw), sgs, splits, order, mod)
-        new_func = emitter.visit_expr(mod[self.func_name])
-        new_func = relax.analysis.remove_all_unused(new_func)
-        mod = mod.clone() if hasattr(mod, "clone") else mod
-        mod[mod.get_global_var(self.func_name)] = new_func
+        emitter = InstanceEmitter(SGContext(lg, hw), sgs, splits, order, mod, self.outline)
+        new_func = relax.analysis.remove_all_unused(emitter.visit_expr(mod[self.func_name]))
+        new_mod = emitter.builder_.get()
+        new_mod[new_mod.get_global_var(self.func_name)] = new_func
+        for key, value in (mod.attrs.items() if mod.attrs is not None else ()):
+            new_mod = new_mod.with_attr(key, value)
+        mod = new_mod
         record.update(hw=hw.to_dict(), plan=plan.to_dict(), emitted="topological")
         logger.info("SplitInstances: %s", str(plan).splitlines()[0])
         return _graphturbo_attr.store(mod, self.func_name, record)
