@@ -1,6 +1,5 @@
 """OrderInstances: the instances' bindings follow the plan's chosen order."""
 import pytest
-import tvm
 
 from tvm_ios.graphturbo import testnets
 from tvm_ios.graphturbo.hwspec import HardwareSpec

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 
-from .regions import intersect
-
 __all__ = ["plain_binding", "infer_binding", "bind_and_scope", "movement_ops"]
 
 
@@ -100,8 +98,3 @@ def movement_ops(instances, bind: dict, scope: dict, cores: int, channel_matches
                                 "to_binding": [min(a, b) for a, b in zip(want, bind[j])],
                                 "bytes": by_id[j].out_bytes})
     return ops
-
-
-def overlap(a, b) -> bool:
-    """Whether two instance parts overlap (used by tests and the report)."""
-    return intersect(a.box, b.box) is not None

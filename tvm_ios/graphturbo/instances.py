@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ..graph.bitset import ids_of
 from .layers import GraphTurboError
 from .regions import box_bytes, intersect
 from .splitinfo import SGContext, best_split, partition
@@ -111,8 +110,3 @@ def _link(ctx: SGContext, sgs: list[int], owner: dict, out: Split) -> None:
                     inst.preds.append(part.id)
                     out.kept_edges += 1
         inst.preds.sort()
-
-
-def layer_names(ctx: SGContext, sgs: list[int]) -> list[list[str]]:
-    """Layer names of each SG."""
-    return [ctx.lg.graph.names_of(ids_of(m)) for m in sgs]

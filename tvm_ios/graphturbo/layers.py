@@ -110,14 +110,11 @@ def _finish(func, block_index, bindings, groups, infos, name) -> LayerGraph:
         while node.name in names:
             node.name += "_"
         names.add(node.name)
-    used_in_block = set()
-    for b in bindings:
-        relax.analysis.post_order_visit(b.value, lambda n: used_in_block.add(n)
-                                        if isinstance(n, relax.Var) else None)
     outputs = [k for k, g in enumerate(groups)
                if not isinstance(bindings[g[-1]].var, relax.DataflowVar)]
-    in_bytes = sum(math.prod(s) * 4 for g in groups for i in g
-                   for _, src, s in infos[i].args if src.startswith("param:"))
+    inputs = {src: shape for g in groups for i in g for _, src, shape in infos[i].args
+              if src.startswith("param:")}
+    in_bytes = sum(math.prod(shape) * 4 for shape in inputs.values())
     graph = OpGraph(nodes, edges, name=name)
     return LayerGraph(graph, func, block_index, groups, infos, outputs, in_bytes)
 

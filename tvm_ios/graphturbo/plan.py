@@ -157,13 +157,13 @@ def _figures(ctx, sgs, insts, alloc, moves, outputs) -> dict:
         for p in inst.preds:
             readers[p] = readers.get(p, 0) + 1
     place = alloc.placement
-    off = ctx.lg.input_bytes + sum(g.nodes[ctx.output_layer(sgs[i.sg])].bytes // len(
-        [j for j in insts if j.sg == i.sg]) for i in insts if i.id in outputs)
+    out_sgs = {insts[i].sg for i in outputs}
+    off = ctx.lg.input_bytes + sum(g.nodes[ctx.output_layer(sgs[s])].bytes for s in out_sgs)
     off += sum(i.out_bytes * (1 + readers.get(i.id, 0)) for i in insts
                if place.get(i.id, "LB") != "LB")
     inner = sum(len(ids_of(sgs[i.sg])) - 1 for i in insts)
     counts = {lvl: sum(1 for i in insts if place.get(i.id) == lvl) for lvl in ("LB", "GB", "DRAM")}
-    n_out = len({insts[i].sg for i in outputs})
+    n_out = len(out_sgs)
     return {
         "layers": len(g), "sgs": len(sgs), "instances": len(insts),
         "per_layer": {"dram": len(g), "gb": 0, "lb": 0, "offcore_bytes": int(base_bytes),

@@ -17,7 +17,6 @@ import re
 from tvm import relax
 
 from .. import _tvm
-from ..graph.bitset import ids_of
 from ..graphturbo.regions import full_box, input_box, intersect, window_range
 from ..graphturbo.splitinfo import SGContext, partition
 
