@@ -25,3 +25,11 @@ def test_subcommand_registers():
     graphturbo.add_parser(parser.add_subparsers())
     args = parser.parse_args(["graphturbo", "--model", "resnet50", "--hw", "h100"])
     assert args.handler is graphturbo.run and args.hw == "h100"
+
+
+def test_listed_in_the_tvm_ios_commands():
+    from tvm_ios.cli.main import COMMANDS, build_parser
+
+    assert "graphturbo" in COMMANDS
+    args = build_parser().parse_args(["graphturbo", "--model", "mobilenet_v2"])
+    assert args.hw == "dsa" and args.order == "auto"
