@@ -62,7 +62,7 @@ def cpu():
 
 
 def device_for(target: Target):
-    """Return the runtime device a target's code runs on."""
+    """Return the runtime device a target's code runs on (``llvm`` and ``c`` run on the CPU)."""
     kind = target.kind.name
     return tvm.cpu() if kind in ("llvm", "c") else tvm.device(kind, 0)
 
@@ -150,3 +150,10 @@ def relax_functions(mod: IRModule) -> Sequence[tuple[str, relax.Function]]:
 def var_name(var: relax.Var) -> str:
     """Name of a Relax variable (``name`` in 0.27, ``name_hint`` before)."""
     return str(getattr(var, "name", None) or getattr(var, "name_hint", ""))
+
+
+def register_error(cls: type) -> type:
+    """Let an exception class cross TVM's FFI (pass boundaries) without becoming RuntimeError."""
+    import tvm_ffi  # noqa: PLC0415
+
+    return tvm_ffi.register_error(cls.__name__, cls)

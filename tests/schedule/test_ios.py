@@ -62,12 +62,18 @@ def brute_endings(graph, state, r, s):
 
 
 def brute_force(graph, cost, r, s):
-    """(best latency, #schedules, #transitions over reachable states) without memoisation."""
-    seen_states, transitions = set(), [0]
+    """(best latency, #schedules, #transitions over reachable states).
+
+    A literal walk over every stage sequence for graphs of up to 7 ops; above that the walk
+    is memoised by state (same result, without re-walking shared suffixes).
+    """
+    seen_states, transitions, memo = set(), [0], {}
 
     def walk(state):
         if state == 0:
             return 0.0, 1
+        if len(graph) > 7 and state in memo:
+            return memo[state]
         best, count = float("inf"), 0
         first_visit = state not in seen_states
         seen_states.add(state)
@@ -78,6 +84,7 @@ def brute_force(graph, cost, r, s):
             sub, sub_count = walk(state & ~part)
             best = min(best, sub + lat)
             count += sub_count
+        memo[state] = (best, count)
         return best, count
     best, count = walk(graph.all_mask)
     return best, count, transitions[0]

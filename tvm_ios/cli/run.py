@@ -15,7 +15,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--target", default="llvm", help="build target (default llvm)")
     parser.add_argument("--schedule", metavar="FILE",
                         help="apply this schedule JSON instead of searching one")
-    parser.add_argument("--repeat", type=int, default=5, help="timing repeats (median)")
+    parser.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random input")
     parser.set_defaults(handler=run)
 

@@ -37,7 +37,7 @@ def run(args) -> int:
         print(f"{row['block']:>5} {row['n']:>4} {row['width']:>3} {row['bound']:>10.2g} "
               f"{row['transitions']:>12} {float(row['schedules']):>12.3g} {row['seconds']:>8.2f}"
               f"  {row['ops'][0]}")
-    largest = max(rows, key=lambda r: (r["n"], r["transitions"]))
+    largest = max(rows, key=lambda r: (r["transitions"], r["n"]))
     print(f"largest block: n={largest['n']} d={largest['width']} "
           f"transitions={largest['transitions']:.3g} schedules={float(largest['schedules']):.3g}")
     write_json(args.json, rows)

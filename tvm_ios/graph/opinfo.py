@@ -23,6 +23,11 @@ ANCHORS = {
     "relax.matmul": "matmul",
     "relax.linear": "matmul",
     "relax.nn.conv1d": "conv1d",
+    "relax.nn.softmax": "reduce",
+    "relax.nn.log_softmax": "reduce",
+    "relax.mean": "reduce",
+    "relax.sum": "reduce",
+    "relax.max": "reduce",
 }
 
 EPILOGUES = {
@@ -35,6 +40,7 @@ FREE = {
     "relax.concat", "relax.reshape", "relax.split", "relax.strided_slice", "relax.flatten",
     "relax.permute_dims", "relax.squeeze", "relax.expand_dims", "relax.nn.dropout",
     "relax.broadcast_to", "relax.take", "relax.zeros", "relax.ones", "relax.full",
+    "relax.nn.pad",
 }
 
 

@@ -26,6 +26,8 @@ __all__ = ["ApplySchedule", "schedule_of", "apply_to_function", "SCHEDULE_ATTR"]
 
 logger = logging.getLogger(__name__)
 
+_tvm.register_error(ScheduleError)
+
 #: Module attribute holding ``{function name: schedule document}`` as JSON.
 SCHEDULE_ATTR = "tvm_ios.schedules"
 

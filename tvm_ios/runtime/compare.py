@@ -50,8 +50,8 @@ def run(executable, inputs: list[np.ndarray], device=None, func_name: str = "mai
     return _tvm.to_numpy(vm[func_name](*args))
 
 
-def time_module(executable, inputs: list[np.ndarray], device=None, number: int = 5,
-                repeat: int = 5, func_name: str = "main") -> float:
+def time_module(executable, inputs: list[np.ndarray], device=None, number: int = 1,
+                repeat: int = 3, func_name: str = "main") -> float:
     """Median latency in milliseconds of one call (TVM's time evaluator)."""
     device = device or _tvm.cpu()
     vm = _tvm.virtual_machine(executable, device)
@@ -81,7 +81,7 @@ def _flatten(value) -> list[np.ndarray]:
 
 
 def compare_modules(original, rewritten, params: dict | None = None, target="llvm",
-                    seed: int = 0, timing: bool = False, repeat: int = 5) -> Comparison:
+                    seed: int = 0, timing: bool = False, repeat: int = 3) -> Comparison:
     """Build both modules, run them on the same random input, compare outputs.
 
     Parameters

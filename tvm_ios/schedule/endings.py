@@ -11,6 +11,11 @@ issue #10 produced some twice). Components are maintained incrementally: an incl
 joins the components of its successors, and since every edge inside S' is seen when its
 source is included, this yields the weak components. A component only grows, so the r
 bound prunes whole subtrees.
+
+Every node of a pruned ending lies less than r edges above a sink of S (its path to a
+sink stays inside the ending's component of at most r ops). So the endings of S are the
+endings of its *top region* T(S), the nodes of height < r in S; many states share a top
+region, which is what :meth:`EndingEnumerator.top_region` lets callers cache on.
 """
 from __future__ import annotations
 
@@ -45,6 +50,21 @@ class EndingEnumerator:
         for i, node in enumerate(graph.nodes):
             if not node.schedulable:
                 self.fixed |= 1 << i
+
+    def top_region(self, state: int) -> int:
+        """Nodes of ``state`` less than r edges above one of its sinks (see module doc)."""
+        succ = self.graph.succ
+        ids = ids_desc(state)
+        region = 0
+        for _ in range(min(self.r, len(ids))):
+            grown = region
+            for node in ids:
+                if not succ[node] & state & ~region:
+                    grown |= 1 << node
+            if grown == region:
+                break
+            region = grown
+        return region
 
     def endings(self, state: int) -> list[tuple[int, tuple[int, ...]]]:
         """All pruned endings of ``state`` as ``(ending_bitset, group_bitsets)``."""

@@ -14,6 +14,7 @@ import time
 from typing import Callable, Sequence
 
 from ..cost.base import check_cost_model
+from ..graph.analysis import components
 from ..graph.bitset import ids_of
 from ..graph.blocks import DEFAULT_MAX_BLOCK_SIZE, partition_blocks
 from ..graph.opgraph import OpGraph
@@ -54,42 +55,60 @@ class StageChooser:
 
 
 class BlockDP:
-    """The memoised DP over the states of one block."""
+    """The memoised DP over the states of one block.
+
+    Priced endings (ending, latency) are cached per top region of a state (see
+    :mod:`tvm_ios.schedule.endings`): states that share it share the list, so the
+    enumeration and the cost model run once per region, not once per state.
+    """
 
     def __init__(self, enumerator: EndingEnumerator, chooser: StageChooser):
         self.enum, self.choose = enumerator, chooser
-        self.memo: dict[int, tuple[float, int, tuple, str, float]] = {}
+        self.memo: dict[int, tuple[float, int]] = {0: (0.0, 0)}
         self.counts: dict[int, int] = {0: 1}
+        self.priced: dict[int, list[tuple[int, float]]] = {}
         self.transitions = 0
+
+    def _priced(self, state: int) -> list[tuple[int, float]]:
+        region = self.enum.top_region(state)
+        found = self.priced.get(region)
+        if found is None:
+            found = []
+            for ending, comps in self.enum.endings(region):
+                stage = self.choose(ending, comps)
+                if stage is not None:
+                    found.append((ending, stage[0]))
+            self.priced[region] = found
+        return found
 
     def solve(self, state: int) -> float:
         """Return the optimal latency of ``state`` (memoised)."""
-        if state == 0:
-            return 0.0
-        if state in self.memo:
-            return self.memo[state][0]
-        best = None
-        count = 0
-        for ending, comps in self.enum.endings(state):
-            stage = self.choose(ending, comps)
-            if stage is None:
-                continue
-            self.transitions += 1
-            total = self.solve(state & ~ending) + stage[0]
-            count += self.counts[state & ~ending]
-            if best is None or total < best[0]:
-                best = (total, ending, comps, stage[1], stage[0])
-        if best is None:
+        memo = self.memo
+        if state in memo:
+            return memo[state][0]
+        best, best_ending, count = float("inf"), 0, 0
+        counts = self.counts
+        options = self._priced(state)
+        for ending, latency in options:
+            rest = state & ~ending
+            sub = memo[rest][0] if rest in memo else self.solve(rest)
+            count += counts[rest]
+            if sub + latency < best:
+                best, best_ending = sub + latency, ending
+        if not best_ending:
             raise RuntimeError("IOS found no valid ending; the strategy excludes every stage")
-        self.memo[state] = best
-        self.counts[state] = count
-        return best[0]
+        self.transitions += len(options)
+        memo[state] = (best, best_ending)
+        counts[state] = count
+        return best
 
     def stages(self, state: int) -> list[tuple[int, tuple, str, float]]:
         """Reconstruct the optimal stages of ``state`` in execution order."""
         out = []
         while state:
-            _, ending, comps, strategy, latency = self.memo[state]
+            ending = self.memo[state][1]
+            comps = tuple(components(self.enum.graph, ending))
+            latency, strategy = self.choose(ending, comps)
             out.append((ending, comps, strategy, latency))
             state &= ~ending
         return out[::-1]
@@ -155,7 +174,7 @@ def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
             dp = BlockDP(enumerator, chooser)
             dp.solve(block)
             block_stages = dp.stages(block)
-            block_stats = {"states": len(dp.memo), "transitions": dp.transitions,
+            block_stats = {"states": len(dp.memo) - 1, "transitions": dp.transitions,
                            "schedules": dp.counts[block]}
             solved[key] = (ids_of(block), block_stages, block_stats)
         stats["states"] += block_stats["states"]

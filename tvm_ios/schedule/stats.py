@@ -69,7 +69,7 @@ def block_stats(graph: OpGraph, max_group_size: int | None = None,
         total += dp.transitions
         rows.append({"block": index, "n": n, "width": d,
                      "bound": _bound(n, d),
-                     "states": len(dp.memo), "transitions": dp.transitions,
+                     "states": len(dp.memo) - 1, "transitions": dp.transitions,
                      "schedules": dp.counts[block],
                      "seconds": round(time.perf_counter() - start, 4),
                      "ops": graph.names_of(block)})
