@@ -36,13 +36,6 @@ def to_numpy(value: Any) -> np.ndarray | list:
     return [to_numpy(v) for v in value]
 
 
-def register_error(cls):
-    """Register an exception class with TVM's FFI so it keeps its type across passes."""
-    import tvm_ffi  # noqa: PLC0415
-
-    return tvm_ffi.register_error(cls)
-
-
 def make_target(target: str | dict | Target) -> Target:
     """Build a Target from a tag, a kind name or a dict, with a clear error when impossible."""
     if isinstance(target, Target):
