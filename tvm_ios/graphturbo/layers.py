@@ -26,8 +26,8 @@ __all__ = ["LayerGraph", "layer_graph", "GraphTurboError"]
 logger = logging.getLogger(__name__)
 
 _WINDOW = {"relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d"}
-_BATCH = {"relax.nn.adaptive_avg_pool2d", "relax.matmul", "relax.linear", "relax.reshape",
-          "relax.flatten", "relax.nn.softmax", "relax.nn.log_softmax"}
+_BATCH = {"relax.matmul", "relax.linear", "relax.nn.softmax", "relax.nn.log_softmax"}
+_PREFIX = {"relax.nn.adaptive_avg_pool2d", "relax.reshape", "relax.flatten"}
 
 
 @_tvm.register_error
@@ -205,7 +205,8 @@ def _bind_info(index, binding, acts, pos) -> BindInfo:
     if op in _WINDOW:
         attrs = _tvm.attrs_dict(value)
         layout = attrs.get("data_layout", attrs.get("layout", "NCHW"))
-        if layout == "NCHW" and not attrs.get("ceil_mode", False) and len(args) == 1 \
+        ceil = attrs.get("ceil_mode", False) and op != "relax.nn.max_pool2d"
+        if layout == "NCHW" and not ceil and len(args) == 1 \
                 and args[0][0] == (0, -1) and attrs.get("kernel_layout", "OIHW") == "OIHW":
             kernel = (_tvm.shape_of(value.args[1])[2:] if op == "relax.nn.conv2d"
                       else tuple(attrs["pool_size"]))
@@ -221,4 +222,6 @@ def _bind_info(index, binding, acts, pos) -> BindInfo:
         info.axis = int(_tvm.attrs_dict(value)["axis"]) % len(out_shape)
     elif op in _BATCH and len(out_shape) >= 1:
         info.rule = "batch"
+    elif op in _PREFIX and len(out_shape) >= 1:
+        info.rule = "prefix"
     return info

@@ -4,8 +4,10 @@ A *box* is a tuple of ``(lo, hi)`` pairs, one per dimension. Each activation bin
 model is described by a :class:`BindInfo` (plain data); :func:`input_box` says which part of
 an input the op needs to produce a box of its output. Convolutions and pools (``window``)
 need a halo along H and W; elementwise ops and concatenations (``map``) need the same box
-(broadcast dimensions whole); ``batch`` ops (matmul, reshape, global pools) can only be cut
-along the batch dimension. Pure Python, no TVM.
+(broadcast dimensions whole); ``prefix`` ops (reshape, flatten, global pools) can be cut
+along the leading dimensions their input and output share; ``batch`` ops (matmul, softmax)
+only along the batch dimension; ``opaque`` ones not at all. An op that cannot produce part
+of a dimension computes it whole (:func:`producible`). Pure Python, no TVM.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 __all__ = ["BindInfo", "full_box", "box_bytes", "box_volume", "intersect", "hull",
-           "input_box", "window_range", "supports"]
+           "input_box", "window_range", "supports", "producible"]
 
 Box = tuple
 
@@ -27,7 +29,7 @@ class BindInfo:
     index : int
         Binding index in the dataflow block.
     rule : str
-        ``"window"``, ``"map"``, ``"batch"`` or ``"opaque"``.
+        ``"window"``, ``"map"``, ``"prefix"``, ``"batch"`` or ``"opaque"``.
     out_shape : tuple of int
         Output shape.
     args : list of (int, str, tuple)
@@ -113,10 +115,11 @@ def input_box(info: BindInfo, arg_shape: tuple, out_box: Box) -> Box:
             else:
                 box.append(out_box[out_dim])
         return tuple(box)
-    if info.rule == "batch":
+    if info.rule in ("batch", "prefix"):
         box = list(full_box(arg_shape))
-        if arg_shape and arg_shape[0] == info.out_shape[0]:
-            box[0] = out_box[0]
+        for dim in range(_shared_prefix(info, arg_shape) if info.rule == "prefix" else 1):
+            if dim < len(arg_shape) and arg_shape[dim] == info.out_shape[dim]:
+                box[dim] = out_box[dim]
         return tuple(box)
     if tuple(out_box) != full_box(info.out_shape):
         raise ValueError(f"binding %{info.index} ({info.rule}) cannot be split")
@@ -135,4 +138,23 @@ def supports(info: BindInfo, dim: int) -> bool:
                    for _, _, s in info.args)
     if info.rule == "batch":
         return dim == 0 and all(s and s[0] == info.out_shape[0] for _, _, s in info.args)
+    if info.rule == "prefix":
+        return all(dim < _shared_prefix(info, s) for _, _, s in info.args)
     return False
+
+
+def _shared_prefix(info: BindInfo, arg_shape: tuple) -> int:
+    """Number of leading dimensions an operand shares, size for size, with the output."""
+    count = 0
+    for a, b in zip(arg_shape, info.out_shape):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+def producible(info: BindInfo, box: Box) -> Box:
+    """``box`` widened to what the op can produce: whole along dimensions it cannot cut."""
+    full = full_box(info.out_shape)
+    return tuple(part if part == whole or supports(info, dim) else whole
+                 for dim, (part, whole) in enumerate(zip(box, full)))

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from ..graph.bitset import ids_of
 from .hwspec import HardwareSpec
 from .layers import LayerGraph
-from .regions import box_bytes, box_volume, full_box, hull, input_box, supports
+from .regions import box_bytes, box_volume, full_box, hull, input_box, producible, supports
 
 __all__ = ["SplitEntry", "SGContext", "best_split", "partition"]
 
@@ -97,6 +97,7 @@ class SGContext:
             if b not in need:
                 continue
             info = self.lg.infos[b]
+            need[b] = producible(info, need[b])
             for _, src, shape in info.args:
                 box = input_box(info, shape, need[b])
                 if src.startswith("%") and int(src[1:]) in inside:

@@ -197,7 +197,7 @@ def _window(call, data, weight, info, out_box):
                                   out_dtype=call.attrs.out_dtype)
     pool = relax.op.nn.max_pool2d if op == "relax.nn.max_pool2d" else relax.op.nn.avg_pool2d
     return pool(data, attrs["pool_size"], attrs["strides"], padding, attrs["dilation"],
-                attrs.get("ceil_mode", False), attrs.get("count_include_pad", False),
+                False, attrs.get("count_include_pad", False),
                 attrs["layout"], attrs["out_layout"])
 
 
