@@ -1,7 +1,7 @@
 """The whole plan: figures, bad hardware (LB too small), the per-layer fallback."""
 import pytest
 
-from tvm_ios.graphturbo import testnets
+from tvm_ios import models
 from tvm_ios.graphturbo.hwspec import HardwareSpec
 from tvm_ios.graphturbo.layers import GraphTurboError, layer_graph
 from tvm_ios.graphturbo.plan import Plan, plan_graph
@@ -9,7 +9,7 @@ from tvm_ios.graphturbo.plan import Plan, plan_graph
 
 @pytest.fixture(scope="module")
 def squeeze():
-    mod, _ = testnets.get("squeezenet", batch_size=2, image_size=32)
+    mod, _ = models.get("squeezenet", batch_size=2, image_size=32)
     return layer_graph(mod["main"], name="squeezenet")
 
 

@@ -2,13 +2,13 @@
 import pytest
 import tvm
 
-from tvm_ios.graphturbo import testnets
+from tvm_ios import models
 from tvm_ios.passes._graphturbo_attr import load
 from tvm_ios.passes.group_subgraphs import GroupSubgraphs
 
 
 def test_groups_are_recorded_and_ir_is_unchanged():
-    mod, _ = testnets.get("mobilenet_v2", batch_size=1, image_size=32)
+    mod, _ = models.get("mobilenet_v2", batch_size=1, image_size=32)
     after = GroupSubgraphs("dsa")(mod)
     tvm.ir.assert_structural_equal(after["main"], mod["main"])
     record = load(after, "main")

@@ -1,7 +1,7 @@
 """OrderInstances: the instances' bindings follow the plan's chosen order."""
 import pytest
 
-from tvm_ios.graphturbo import testnets
+from tvm_ios import models
 from tvm_ios.graphturbo.hwspec import HardwareSpec
 from tvm_ios.passes._graphturbo_attr import load
 from tvm_ios.passes._instance_emitter import instance_tag
@@ -23,7 +23,7 @@ def instance_sequence(func):
 @pytest.mark.parametrize("order", ["bfs", "dfs"])
 def test_bindings_follow_the_plan_order(order):
     hw = HardwareSpec("tiny", 1, 8, 4096, 1 << 20, 100.0, 8000.0)
-    mod, params = testnets.get("squeezenet", batch_size=1, image_size=32)
+    mod, params = models.get("squeezenet", batch_size=1, image_size=32)
     split = SplitInstances(hw, order=order)(mod)
     plan = load(split, "main")["plan"]
     tags = {i["id"]: (i["sg"], i["k"]) for i in plan["split"]["instances"]}
@@ -37,6 +37,6 @@ def test_bindings_follow_the_plan_order(order):
 
 
 def test_needs_a_plan():
-    mod, _ = testnets.get("squeezenet", batch_size=1, image_size=32)
+    mod, _ = models.get("squeezenet", batch_size=1, image_size=32)
     with pytest.raises(ValueError, match="run SplitInstances first"):
         OrderInstances()(mod)

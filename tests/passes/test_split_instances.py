@@ -4,7 +4,7 @@ import tvm
 from tvm.script import ir as I
 from tvm.script import relax as R
 
-from tvm_ios.graphturbo import testnets
+from tvm_ios import models
 from tvm_ios.graphturbo.hwspec import HardwareSpec
 from tvm_ios.graphturbo.layers import GraphTurboError
 from tvm_ios.passes._graphturbo_attr import load
@@ -111,7 +111,7 @@ def test_conv_split_in_two_along_rows_with_a_halo():
 
 
 def test_split_network_computes_the_same_outputs():
-    mod, params = testnets.get("squeezenet", batch_size=2, image_size=32)
+    mod, params = models.get("squeezenet", batch_size=2, image_size=32)
     seq = tvm.transform.Sequential([GroupSubgraphs(tiny(4096)), SplitInstances()])
     after = seq(mod)
     plan = load(after, "main")["plan"]
@@ -123,7 +123,7 @@ def test_split_network_computes_the_same_outputs():
 
 
 def test_too_small_local_buffer_is_refused_by_the_pass():
-    mod, _ = testnets.get("squeezenet", batch_size=1, image_size=32)
+    mod, _ = models.get("squeezenet", batch_size=1, image_size=32)
     with pytest.raises(GraphTurboError, match="local buffer"):
         SplitInstances(tiny(16))(mod)
 
@@ -133,10 +133,18 @@ def test_missing_function_is_named():
         SplitInstances(tiny(128), func_name="f")(Before)
 
 
+ZOO_SIZES = {"resnet50": 64, "mobilenet_v2": 112, "inception_v3": 80, "squeezenet": 128}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("hw", ["dsa", "h100"])
-@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v2", "squeezenet"])
-def test_networks_match_after_graphturbo(name, hw):
-    mod, params = testnets.get(name, batch_size=2, image_size=64)
+@pytest.mark.parametrize("name", sorted(ZOO_SIZES))
+def test_zoo_models_match_after_graphturbo(name, hw):
+    from tvm_ios import models
+
+    mod, params = models.get(name, batch_size=2, image_size=ZOO_SIZES[name])
     seq = tvm.transform.Sequential([GroupSubgraphs(hw), SplitInstances(), OrderInstances()])
-    assert compare_modules(mod, seq(mod), params).max_abs_diff < 1e-3
+    after = seq(mod)
+    if hw == "dsa":  # the DSA's 512 KB of L1 makes these split (batch and rows)
+        assert any(sg["factor"] > 1 for sg in load(after, "main")["plan"]["sgs"])
+    assert compare_modules(mod, after, params).max_abs_diff < 1e-3

@@ -4,8 +4,7 @@
     python -m tvm_ios.cli.graphturbo --model mobilenet_v2 --hw h100 --image-size 112
 
 Models come from the model zoo (``tvm_ios.models``) or an ONNX file through
-:func:`tvm_ios.cli.common.load_model`; while the zoo is not installed, the stand-in
-networks of :mod:`tvm_ios.graphturbo.testnets` serve.
+:func:`tvm_ios.cli.common.load_model`.
 """
 from __future__ import annotations
 
@@ -15,22 +14,7 @@ import time
 
 from . import common
 
-__all__ = ["add_parser", "run", "main", "load_model"]
-
-
-def load_model(args):
-    """``(mod, params, name)``: the zoo (or ONNX) model, else a stand-in network."""
-    try:
-        return common.load_model(args)
-    except (ImportError, ValueError, KeyError) as err:
-        from tvm_ios.graphturbo import testnets  # noqa: PLC0415
-
-        if args.model not in testnets.names():
-            raise
-        print(f"(model zoo unavailable: {err}; using the stand-in {args.model})")
-        mod, params = testnets.get(args.model, batch_size=args.batch,
-                                   image_size=args.image_size)
-        return mod, params, args.model
+__all__ = ["add_parser", "run", "main"]
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -61,7 +45,7 @@ def run(args) -> int:
     from tvm_ios.graphturbo.plan import plan_graph  # noqa: PLC0415
     from tvm_ios.graphturbo.report import plot_lb, summary, table3  # noqa: PLC0415
 
-    mod, params, name = load_model(args)
+    mod, params, name = common.load_model(args)
     start = time.time()
     plan = plan_graph(layer_graph(mod["main"], name=name), args.hw, order=args.order,
                       oversize=args.oversize)
