@@ -140,8 +140,6 @@ ZOO_SIZES = {"resnet50": 64, "mobilenet_v2": 112, "inception_v3": 80, "squeezene
 @pytest.mark.parametrize("hw", ["dsa", "h100"])
 @pytest.mark.parametrize("name", sorted(ZOO_SIZES))
 def test_zoo_models_match_after_graphturbo(name, hw):
-    from tvm_ios import models
-
     mod, params = models.get(name, batch_size=2, image_size=ZOO_SIZES[name])
     seq = tvm.transform.Sequential([GroupSubgraphs(hw), SplitInstances(), OrderInstances()])
     after = seq(mod)
