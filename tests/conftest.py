@@ -1,9 +1,11 @@
-"""Shared pytest configuration: markers and device detection.
+"""Shared pytest configuration: markers, device detection and small Relax fixtures.
 
 Markers: ``slow`` (full-size models, long builds; deselect with ``-m "not slow"``) and
 ``gpu`` (needs a CUDA device; skipped where none is present).
 """
+import numpy as np
 import pytest
+from tvm import relax  # noqa: E402
 
 
 def _has_cuda() -> bool:
@@ -27,3 +29,44 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def conv_block(bb, inp, out_ch, kernel, padding, name, rng, relu=True):
+    """conv2d + per-channel bias add (+ relu), the zoo's unit pattern."""
+    in_ch = int(inp.ty.shape[1].value)
+    w = relax.const(rng.standard_normal((out_ch, in_ch, *kernel)).astype("float32"))
+    b = relax.const(rng.standard_normal((1, out_ch, 1, 1)).astype("float32"))
+    y = bb.emit(relax.op.nn.conv2d(inp, w, padding=padding), name_hint=name)
+    y = bb.emit(relax.op.add(y, b), name_hint=name + "_bias")
+    return bb.emit(relax.op.nn.relu(y), name_hint=name + "_relu") if relu else y
+
+
+@pytest.fixture
+def inception_like():
+    """stem -> {1x1, 1x3, 3x1, maxpool} -> concat -> 1x1, with a 3x3 after the 1x3 branch."""
+    rng = np.random.default_rng(0)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 8, 12, 12), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            s = conv_block(bb, x, 8, (3, 3), (1, 1), "stem", rng)
+            a = conv_block(bb, s, 4, (1, 1), (0, 0), "a", rng)
+            b = conv_block(bb, s, 4, (1, 3), (0, 1, 0, 1), "b", rng)
+            c = conv_block(bb, s, 6, (3, 1), (1, 0, 1, 0), "c", rng)
+            p = bb.emit(relax.op.nn.max_pool2d(s, (3, 3), padding=(1, 1)), name_hint="pool")
+            d = conv_block(bb, b, 4, (3, 3), (1, 1), "d", rng)
+            cat = bb.emit(relax.op.concat([a, d, c, p], axis=1), name_hint="cat")
+            e = conv_block(bb, cat, 8, (1, 1), (0, 0), "e", rng)
+            gv = bb.emit_output(e)
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+class MergeFriendly:
+    """Merging is cheap, everything else costs per op: forces merges where legal."""
+
+    def stage_latency(self, graph, groups):
+        return 10.0 * sum(len(g) for g in groups)
+
+    def merged_latency(self, graph, ops):
+        return 1.0

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 __all__ = ["add_model_options", "add_ios_options", "load_model", "write_json", "Progress",
-           "make_cost_model"]
+           "make_cost_model", "block_options"]
 
 
 def add_model_options(parser) -> None:
@@ -27,6 +27,9 @@ def add_ios_options(parser) -> None:
     parser.add_argument("-s", "--max-num-groups", type=int, default=8,
                         help="s: most groups per stage (default 8)")
     parser.add_argument("--strategy", choices=("both", "parallel", "merge"), default="both")
+    parser.add_argument("--max-block-bound", type=float, default=None,
+                        help="cut blocks whose transition bound C(n/d+2,2)^d exceeds this "
+                             "(default 3e9; larger searches more, slower)")
     parser.add_argument("--device", default="v100",
                         help="device preset of the analytical cost model (v100, a100, h100, cpu)")
 
@@ -36,6 +39,12 @@ def make_cost_model(args):
     from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415
 
     return AnalyticalCostModel(args.device)
+
+
+def block_options(args) -> dict:
+    """Block-partition keyword arguments from the options that were given."""
+    bound = getattr(args, "max_block_bound", None)
+    return {} if bound is None else {"max_block_bound": bound}
 
 
 def load_model(args):

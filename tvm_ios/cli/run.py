@@ -1,7 +1,8 @@
 """``tvm-ios run``: build the original and the scheduled model, run both, compare."""
 from __future__ import annotations
 
-from .common import add_ios_options, add_model_options, load_model, make_cost_model, write_json
+from .common import (add_ios_options, add_model_options, block_options, load_model,
+                     make_cost_model, write_json)
 
 __all__ = ["add_parser"]
 
@@ -28,7 +29,8 @@ def scheduled_module(args, mod):
     if args.schedule:
         return ApplySchedule(args.schedule, fallback=True)(mod)
     return IOSPass(make_cost_model(args), max_group_size=args.max_group_size,
-                   max_num_groups=args.max_num_groups, strategy=args.strategy)(mod)
+                   max_num_groups=args.max_num_groups, strategy=args.strategy,
+                   **block_options(args))(mod)
 
 
 def run(args) -> int:

@@ -1,7 +1,7 @@
 """``tvm-ios schedule``: schedule a model and print the stage table (and JSON)."""
 from __future__ import annotations
 
-from .common import (Progress, add_ios_options, add_model_options, load_model,
+from .common import (Progress, add_ios_options, add_model_options, block_options, load_model,
                      make_cost_model, write_json)
 
 __all__ = ["add_parser"]
@@ -34,7 +34,7 @@ def run(args) -> int:
     else:
         schedule = ios_schedule(graph, cost, max_group_size=args.max_group_size,
                                 max_num_groups=args.max_num_groups, strategy=args.strategy,
-                                progress=Progress(f"IOS {name}"))
+                                progress=Progress(f"IOS {name}"), **block_options(args))
     print(schedule)
     seq = sequential_schedule(graph, cost)
     print(f"estimated latency: {schedule.latency_us:.1f} us vs sequential "

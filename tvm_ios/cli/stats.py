@@ -1,7 +1,7 @@
 """``tvm-ios stats``: the IOS search space per block (n, width, transitions, schedules)."""
 from __future__ import annotations
 
-from .common import Progress, add_model_options, load_model, write_json
+from .common import Progress, add_model_options, block_options, load_model, write_json
 
 __all__ = ["add_parser"]
 
@@ -15,6 +15,8 @@ def add_parser(subparsers) -> None:
                         help="prune to r ops per group (default: unpruned, as Table 3.1)")
     parser.add_argument("-s", "--max-num-groups", type=int, default=None,
                         help="prune to s groups per stage (default: unpruned)")
+    parser.add_argument("--max-block-bound", type=float, default=None,
+                        help="cut blocks whose transition bound exceeds this (default 3e9)")
     parser.set_defaults(handler=run)
 
 
@@ -29,7 +31,8 @@ def run(args) -> int:
     mod, _, name = load_model(args)
     graph = OpGraph.from_relax(mod)
     rows = block_stats(graph, args.max_group_size, args.max_num_groups,
-                       progress=Progress(f"stats {name}", unit="transitions"))
+                       progress=Progress(f"stats {name}", unit="transitions"),
+                       **block_options(args))
     print(f"{name}: {len(graph)} ops in {len(rows)} blocks")
     print(f"{'block':>5} {'n':>4} {'d':>3} {'bound':>10} {'transitions':>12} {'schedules':>12}"
           f" {'seconds':>8}  first op")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .bitset import ids_of
 from .opgraph import OpGraph
 
-__all__ = ["ancestors", "descendants", "components", "width", "is_ending"]
+__all__ = ["ancestors", "descendants", "components", "width", "is_ending", "transition_bound"]
 
 
 def ancestors(graph: OpGraph) -> list[int]:
@@ -89,3 +89,11 @@ def width(graph: OpGraph, mask: int | None = None) -> int:
 
     matched = sum(1 for u in ids if augment(u, set()))
     return len(ids) - matched
+
+
+def transition_bound(n: int, d: int) -> float:
+    """The thesis's bound C(n/d + 2, 2)^d on the DP's transitions (real n/d, as in Table 3.1)."""
+    if n == 0 or d == 0:
+        return 0.0
+    x = n / d + 2
+    return (x * (x - 1) / 2) ** d

@@ -7,28 +7,34 @@ a valid order. We cut, in this order of preference:
 1. at single-node cut points, as IOS does: a node (a unit, or a junction where free ops such
    as a concat join branches) that every other node reaches or is reached from. Cutting
    there loses only stages that straddle that node;
-2. inside blocks still larger than ``max_block_size`` (NASNet's cells read the outputs of
-   the two previous cells, so no single node separates them), at the ancestor closure of
-   junctions, then of units, choosing the cuts greedily so each block stays under the
-   limit. This is what IOS's hand-written per-cell blocks amount to.
+2. inside blocks still larger than ``max_block_size`` ops, or whose search space bound
+   C(n/d + 2, 2)^d exceeds ``max_block_bound`` (NASNet's cells read the outputs of the two
+   previous cells, so no single node separates them), at the ancestor closure of
+   junctions, then of units, choosing the cuts greedily so each piece stays under the
+   limits. This is what IOS's hand-written per-cell blocks amount to. Cutting restricts
+   the schedule space (no stage straddles a cut); raise the limits to search more.
 """
 from __future__ import annotations
 
 import logging
 
-from .analysis import ancestors, descendants
+from .analysis import ancestors, descendants, transition_bound, width
 from .bitset import ids_of
 from .opgraph import OpGraph
 
-__all__ = ["partition_blocks", "DEFAULT_MAX_BLOCK_SIZE"]
+__all__ = ["partition_blocks", "DEFAULT_MAX_BLOCK_SIZE", "DEFAULT_MAX_BLOCK_BOUND"]
 
 logger = logging.getLogger(__name__)
 
 #: RandWire's stages (32 nodes plus an input and an output node) fit whole, as in IOS.
 DEFAULT_MAX_BLOCK_SIZE = 36
+#: Blocks whose transition bound exceeds this are halved. IOS's largest (RandWire, n=33, d=8)
+#: has 3.7e9; a bound of 2.6e9 costs about 1.2e6 pruned transitions (r=3, s=8).
+DEFAULT_MAX_BLOCK_BOUND = 3e9
 
 
-def partition_blocks(graph: OpGraph, max_block_size: int = DEFAULT_MAX_BLOCK_SIZE) -> list[int]:
+def partition_blocks(graph: OpGraph, max_block_size: int = DEFAULT_MAX_BLOCK_SIZE,
+                     max_block_bound: float = DEFAULT_MAX_BLOCK_BOUND) -> list[int]:
     """Split ``graph`` into blocks.
 
     Parameters
@@ -37,6 +43,9 @@ def partition_blocks(graph: OpGraph, max_block_size: int = DEFAULT_MAX_BLOCK_SIZ
         The graph.
     max_block_size : int
         Blocks larger than this are cut further at narrow (ancestor-closed) points.
+    max_block_bound : float
+        Blocks whose transition bound C(n/d + 2, 2)^d exceeds this are cut in halves
+        until it holds (or the block cannot be cut).
 
     Returns
     -------
@@ -54,11 +63,20 @@ def partition_blocks(graph: OpGraph, max_block_size: int = DEFAULT_MAX_BLOCK_SIZ
     blocks = _split(graph.all_mask, cuts)
     candidates = sorted(set(graph.junctions) | set(closures), key=_rank_candidate(graph))
     out = []
-    for block in blocks:
-        if block.bit_count() <= max_block_size:
+    pending = list(blocks)
+    while pending:
+        block = pending.pop(0)
+        n = block.bit_count()
+        if n > max_block_size:
+            pieces = _split_large(block, candidates, max_block_size)
+        elif n > 1 and transition_bound(n, width(graph, block)) > max_block_bound:
+            pieces = _split_large(block, candidates, (n + 1) // 2)
+        else:
+            pieces = [block]
+        if len(pieces) == 1:
             out.append(block)
         else:
-            out.extend(_split_large(block, candidates, max_block_size))
+            pending[:0] = pieces
     logger.debug("%s: %d blocks, largest %d ops", graph.name, len(out),
                  max(b.bit_count() for b in out))
     return out

@@ -15,7 +15,7 @@ import logging
 
 from .. import _tvm
 from ..cost.analytical import AnalyticalCostModel
-from ..graph.blocks import DEFAULT_MAX_BLOCK_SIZE
+from ..graph.blocks import DEFAULT_MAX_BLOCK_BOUND, DEFAULT_MAX_BLOCK_SIZE
 from ..graph.extract import extract
 from ..schedule.ios import ios_schedule
 from .apply_schedule import apply_to_function
@@ -41,19 +41,21 @@ class IOSPass:
         Parallelization strategies to consider.
     func_name : str
         The function to schedule.
-    max_block_size : int
-        Blocks larger than this are cut further.
+    max_block_size, max_block_bound : int, float
+        Blocks larger than this, or with a larger transition bound, are cut further.
     """
 
     def __init__(self, cost_model=None, max_group_size: int = 3, max_num_groups: int = 8,
                  strategy: str = "both", func_name: str = "main",
-                 max_block_size: int = DEFAULT_MAX_BLOCK_SIZE):
+                 max_block_size: int = DEFAULT_MAX_BLOCK_SIZE,
+                 max_block_bound: float = DEFAULT_MAX_BLOCK_BOUND):
         if max_group_size < 1 or max_num_groups < 1:
             raise ValueError(f"IOSPass: r and s must be >= 1, got r={max_group_size}, "
                              f"s={max_num_groups}")
         self.cost_model = cost_model or AnalyticalCostModel()
         self.options = dict(max_group_size=max_group_size, max_num_groups=max_num_groups,
-                            strategy=strategy, max_block_size=max_block_size)
+                            strategy=strategy, max_block_size=max_block_size,
+                            max_block_bound=max_block_bound)
         self.func_name = func_name
 
     def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from ..cost.base import check_cost_model
 from ..graph.analysis import components
 from ..graph.bitset import ids_of
-from ..graph.blocks import DEFAULT_MAX_BLOCK_SIZE, partition_blocks
+from ..graph.blocks import DEFAULT_MAX_BLOCK_BOUND, DEFAULT_MAX_BLOCK_SIZE, partition_blocks
 from ..graph.opgraph import OpGraph
 from .endings import EndingEnumerator
 from .merge import merge_plan
@@ -116,7 +116,8 @@ class BlockDP:
 
 def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
                  max_num_groups: int = 8, strategy: str = "both",
-                 max_block_size: int = DEFAULT_MAX_BLOCK_SIZE, partition: bool = True,
+                 max_block_size: int = DEFAULT_MAX_BLOCK_SIZE,
+                 max_block_bound: float = DEFAULT_MAX_BLOCK_BOUND, partition: bool = True,
                  reuse_blocks: bool = True, progress: Progress | None = None) -> Schedule:
     """Find the optimal stage schedule of ``graph`` under ``cost_model`` (IOS, Algorithm 1).
 
@@ -135,6 +136,8 @@ def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
         IOS-Merge (a stage is one group or one merged operator).
     max_block_size : int
         Blocks larger than this are cut further (see :func:`partition_blocks`).
+    max_block_bound : float
+        Blocks whose transition bound C(n/d + 2, 2)^d exceeds this are cut further.
     partition : bool
         Schedule block by block (as IOS does). False runs one DP over the whole graph,
         which is exact over every stage sequence but exponential in the graph's width.
@@ -156,7 +159,8 @@ def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
     enumerator = EndingEnumerator(graph, max_group_size, max_num_groups)
     chooser = StageChooser(graph, cost_model, strategy)
     start = time.perf_counter()
-    blocks = partition_blocks(graph, max_block_size) if partition else [graph.all_mask]
+    blocks = (partition_blocks(graph, max_block_size, max_block_bound) if partition
+              else [graph.all_mask])
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * len(graph) + 1000))
     solved: dict[str, tuple[list[int], list, dict]] = {}
     stages: list[Stage] = []

@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from ..graph.analysis import width
-from ..graph.blocks import DEFAULT_MAX_BLOCK_SIZE, partition_blocks
+from ..graph.analysis import transition_bound, width
+from ..graph.blocks import DEFAULT_MAX_BLOCK_BOUND, DEFAULT_MAX_BLOCK_SIZE, partition_blocks
 from ..graph.opgraph import OpGraph
 from .endings import EndingEnumerator
 from .ios import BlockDP, StageChooser
@@ -28,15 +28,10 @@ class _Free:
         return None
 
 
-def _bound(n: int, d: int) -> float:
-    """The thesis's bound C(n/d + 2, 2)^d with real n/d (Table 3.1 uses it so)."""
-    x = n / d + 2
-    return (x * (x - 1) / 2) ** d
-
-
 def block_stats(graph: OpGraph, max_group_size: int | None = None,
                 max_num_groups: int | None = None,
                 max_block_size: int = DEFAULT_MAX_BLOCK_SIZE,
+                max_block_bound: float = DEFAULT_MAX_BLOCK_BOUND,
                 progress: Callable[[int, int, int], None] | None = None) -> list[dict]:
     """Search-space statistics of every block of ``graph``.
 
@@ -46,7 +41,7 @@ def block_stats(graph: OpGraph, max_group_size: int | None = None,
         The graph.
     max_group_size, max_num_groups : int, optional
         r and s; None means unpruned.
-    max_block_size : int
+    max_block_size, max_block_bound
         As for :func:`~tvm_ios.schedule.ios.ios_schedule`.
     progress : callable, optional
         Called as ``progress(blocks_done, blocks_total, transitions_so_far)``.
@@ -57,7 +52,7 @@ def block_stats(graph: OpGraph, max_group_size: int | None = None,
         Per block: ``block``, ``n``, ``width``, ``bound``, ``states``, ``transitions``,
         ``schedules``, ``seconds``, ``ops`` (names).
     """
-    blocks = partition_blocks(graph, max_block_size)
+    blocks = partition_blocks(graph, max_block_size, max_block_bound)
     rows, total = [], 0
     for index, block in enumerate(blocks):
         n = block.bit_count()
@@ -68,7 +63,7 @@ def block_stats(graph: OpGraph, max_group_size: int | None = None,
         d = width(graph, block)
         total += dp.transitions
         rows.append({"block": index, "n": n, "width": d,
-                     "bound": _bound(n, d),
+                     "bound": transition_bound(n, d),
                      "states": len(dp.memo) - 1, "transitions": dp.transitions,
                      "schedules": dp.counts[block],
                      "seconds": round(time.perf_counter() - start, 4),
