@@ -2,6 +2,8 @@
 from tvm_ios.graphturbo.grouping import group_subgraphs
 from tvm_ios.graphturbo.splitinfo import SGContext
 
+from gt_dags import hw, layers  # noqa: F401  (fixtures)
+
 SMALL = (1, 4, 16, 16)   # 4 KB
 BIG = (1, 4, 32, 32)     # 16 KB
 

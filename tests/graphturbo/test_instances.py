@@ -3,6 +3,8 @@ from tvm_ios.graphturbo.instances import split_instances
 from tvm_ios.graphturbo.regions import intersect
 from tvm_ios.graphturbo.splitinfo import SGContext
 
+from gt_dags import hw, layers  # noqa: F401  (fixtures)
+
 SHAPE = (1, 4, 16, 16)
 TALL = (1, 1, 64, 16)  # one channel: elementwise layers split H, not C
 

@@ -1,6 +1,8 @@
 """SplitInfo (Algorithm 1), Equation (1) and the recompute check on hand-made layers."""
 from tvm_ios.graphturbo.splitinfo import SGContext, SplitEntry, best_split, partition
 
+from gt_dags import hw, layers  # noqa: F401  (fixtures)
+
 SHAPE = (1, 4, 16, 16)  # 4 KB in float32
 
 

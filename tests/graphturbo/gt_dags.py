@@ -1,4 +1,8 @@
-"""Hand-made layer graphs for the GraphTurbo algorithm tests (no TVM needed)."""
+"""Hand-made layer graphs for the GraphTurbo algorithm tests (no TVM needed).
+
+Imported by the tests (``from gt_dags import layers, hw``); not a conftest, so that the
+root ``conftest`` module stays importable by name.
+"""
 import math
 
 import pytest
