@@ -60,6 +60,17 @@ def device_for(target: Target):
     return tvm.cpu() if kind in ("llvm", "c") else tvm.device(kind, 0)
 
 
+def config_threads(num_threads: int, cores: Sequence[int] = ()) -> None:
+    """Size the TVM thread pool of the calling thread (each Python thread has its own) and
+    let its threads share ``cores`` (default: every core this process may use). TVM's
+    default mode would pin the calling thread to core 0 in every pool."""
+    import os  # noqa: PLC0415
+
+    cpus = [str(c) for c in (cores or sorted(os.sched_getaffinity(0)))]
+    # mode -3: kSpecifyThreadShareAllCore, all threads of the pool share the listed cores
+    tvm.get_global_func("runtime.config_threadpool")(-3, int(num_threads), cpus)
+
+
 def shape_of(expr: relax.Expr) -> tuple[int, ...] | None:
     """Static shape of a Relax tensor expression, or None when unknown or dynamic."""
     ty = expr.ty
@@ -131,13 +142,23 @@ def bind_params(mod: IRModule, params: dict[str, np.ndarray], func: str = "main"
 
 
 def structural_hash(node: Any) -> int:
-    """Structural hash of an IR node (stable within one TVM version)."""
-    return int(tvm.ir.structural_hash(node))
+    """Structural hash of an IR node (stable within one TVM version; names do not count).
+
+    ``tvm.ir.structural_hash`` moved to ``tvm_ffi.structural_hash`` in 0.27.
+    """
+    import tvm_ffi  # noqa: PLC0415  (only where hashing is needed)
+
+    return int(tvm_ffi.structural_hash(node))
 
 
 def relax_functions(mod: IRModule) -> Sequence[tuple[str, relax.Function]]:
     """The Relax functions of a module, by global name."""
     return [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, relax.Function)]
+
+
+def is_tensor_constant(expr: Any) -> bool:
+    """True for a constant tensor of rank >= 1 (``tvm.ir.Constant`` in 0.27, was relax's)."""
+    return isinstance(expr, tvm.ir.Constant) and bool(shape_of(expr))
 
 
 def var_name(var: relax.Var) -> str:

@@ -12,7 +12,7 @@ from tvm_ios.models.weights import init_params
 #: Reduced image sizes of the fast tests (ResNeXt at 8: its untuned 4096-channel grouped convs
 #: take ~15 s per run at the native 32x32 on llvm).
 TEST_SIZES = {"inception_v3": 75, "mobilenet_v2": 32, "nasnet_a": 32, "randwire": 32,
-              "resnet50": 32, "resnext29": 8, "squeezenet": 32}
+              "resnet50": 32, "resnext29": 8, "squeezenet": 32, "synthnet": 63, "yolov3": 32}
 
 #: Node counts at the published size (regression guard for the definitions).
 OP_COUNTS = {
@@ -23,6 +23,8 @@ OP_COUNTS = {
     "resnet50": {"conv": 53, "add": 16, "max_pool": 1},
     "resnext29": {"conv": 31, "add": 9},
     "squeezenet": {"conv": 26, "max_pool": 3, "concat": 8},
+    "synthnet": {"conv": 18, "max_pool": 2},
+    "yolov3": {"conv": 52, "add": 23},
 }
 
 

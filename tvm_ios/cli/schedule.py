@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .common import (Progress, add_ios_options, add_model_options, block_options, load_model,
                      make_cost_model, write_json)
+from .tune import add_log_options, log_cost_model
 
 __all__ = ["add_parser"]
 
@@ -14,6 +15,8 @@ def add_parser(subparsers) -> None:
     add_ios_options(parser)
     parser.add_argument("--scheduler", choices=("ios", "sequential", "greedy"), default="ios")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule JSON here")
+    parser.add_argument("--plot", metavar="FILE", help="draw the schedule (PNG/SVG/PDF)")
+    add_log_options(parser)  # --log FILE: price stages with logged measurements
     parser.set_defaults(handler=run)
 
 
@@ -26,7 +29,7 @@ def run(args) -> int:
     mod, _, name = load_model(args)
     graph = OpGraph.from_relax(mod)
     graph.name = name
-    cost = make_cost_model(args)
+    cost = log_cost_model(args, mod) or make_cost_model(args)
     if args.scheduler == "sequential":
         schedule = sequential_schedule(graph, cost)
     elif args.scheduler == "greedy":
@@ -41,4 +44,8 @@ def run(args) -> int:
           f"{seq.latency_us:.1f} us ({seq.latency_us / max(schedule.latency_us, 1e-9):.2f}x)")
     write_json(args.json, schedule.to_dict())
     write_json(args.output, schedule.to_dict())
+    if args.plot:
+        from ..plot import plot_schedule  # noqa: PLC0415
+
+        print(f"plot: {plot_schedule(schedule, args.plot)}")
     return 0

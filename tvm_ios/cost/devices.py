@@ -34,6 +34,12 @@ class DeviceSpec:
         Shared memory per SM (local buffer), KB.
     l2_kb : int
         Last-level cache, KB.
+    blocks_per_unit : int
+        Thread blocks (CPU: tasks) one SM (core) holds at once; ``units * blocks_per_unit``
+        blocks make one wave.
+    concurrent : bool
+        Whether groups of a stage can run at the same time (GPU streams, one rProgram).
+        False for TVM's untuned llvm code, whose kernels run one after another on one core.
     """
 
     name: str
@@ -45,18 +51,28 @@ class DeviceSpec:
     outputs_per_unit_task: int = 2048
     shared_kb: int = 96
     l2_kb: int = 6144
+    blocks_per_unit: int = 1
+    concurrent: bool = True
+
+    @property
+    def slots(self) -> int:
+        """Thread blocks resident on the whole device: one wave."""
+        return self.units * self.blocks_per_unit
 
 
 DEVICES = {
-    "v100": DeviceSpec("v100", 80, 15700.0, 900.0, 4.0, 2.0, 2048, 96, 6144),
-    "a100": DeviceSpec("a100", 108, 19500.0, 1555.0, 4.0, 2.0, 2048, 164, 40960),
-    "h100": DeviceSpec("h100", 132, 66900.0, 3350.0, 3.0, 1.5, 2048, 228, 51200),
+    "v100": DeviceSpec("v100", 80, 15700.0, 900.0, 4.0, 2.0, 2048, 96, 6144, 2),
+    "a100": DeviceSpec("a100", 108, 19500.0, 1555.0, 4.0, 2.0, 2048, 164, 40960, 2),
+    "h100": DeviceSpec("h100", 132, 66900.0, 3350.0, 3.0, 1.5, 2048, 228, 51200, 2),
     "cpu": DeviceSpec("cpu", 2, 100.0, 20.0, 1.0, 5.0, 4096, 32, 32768),
+    # This CI CPU as TVM's default (untuned) llvm schedules use it: one core, kernels one
+    # after another; peak and bandwidth are what such code reaches here, not the chip's.
+    "llvm": DeviceSpec("llvm", 1, 8.0, 8.0, 1.0, 0.0, 4096, 32, 32768, 1, False),
 }
 
 
 def get_device(name: str | DeviceSpec) -> DeviceSpec:
-    """Return a device preset by name (``v100``, ``a100``, ``h100``, ``cpu``)."""
+    """Return a device preset by name (``v100``, ``a100``, ``h100``, ``cpu``, ``llvm``)."""
     if isinstance(name, DeviceSpec):
         return name
     try:

@@ -37,6 +37,8 @@ _MODULES = {
     "resnet50": "resnet50",
     "resnext29": "resnext29",
     "squeezenet": "squeezenet",
+    "synthnet": "synthnet",
+    "yolov3": "yolov3",
 }
 
 

@@ -1,0 +1,52 @@
+"""``tvm-ios tune``: a second run on the same log measures nothing; ``schedule --log``."""
+import sys
+from pathlib import Path
+
+import pytest
+
+from tvm_ios.cli.main import build_parser
+from tvm_ios.cli.tune import StageProgress, log_cost_model, tune_module
+
+
+def _tiny():
+    sys.path.insert(0, str(Path(__file__).parent.parent / "cost"))
+    from cost_models import inception_like  # noqa: PLC0415  (the cost tests' models)
+
+    return inception_like(channels=8, size=8, blocks=2)[0]
+
+
+def _args(*extra):
+    return build_parser().parse_args(["tune", "--model", "tiny", "--number", "1", "--repeat",
+                                      "2", "-r", "1", "-s", "2", *extra])
+
+
+def test_second_tune_on_the_same_log_measures_nothing(tmp_path, capsys):
+    mod, log = _tiny(), str(tmp_path / "log.jsonl")
+    progress = StageProgress("tune tiny")
+    schedule, counts, _ = tune_module(mod, "tiny", _args("--log", log), progress)
+    assert counts["measured"] > 0
+    progress(counts, final=True)
+    assert "measured" in capsys.readouterr().err
+    again, counts2, _ = tune_module(mod, "tiny", _args("--log", log))
+    assert counts2["measured"] == 0 and counts2["cached"] > 0
+    assert again.to_dict()["stages"] == schedule.to_dict()["stages"]
+    # `tvm-ios schedule --log` prices with the logged figures, measuring nothing
+    sched_args = build_parser().parse_args(["schedule", "--model", "tiny", "--log", log])
+    cost = log_cost_model(sched_args, mod)
+    graph = next(iter(cost.measured.extractions.values())).graph
+    first = schedule.stages[0]
+    groups = [[graph.index[n] for n in g] for g in first.groups]
+    priced = cost.merged_latency(graph, [g[0] for g in groups]) \
+        if first.strategy == "merge" else cost.stage_latency(graph, groups)
+    assert priced == first.latency_us
+
+
+def test_roofline_and_xgb_costs_measure_nothing(tmp_path):
+    schedule, counts, _ = tune_module(_tiny(), "tiny", _args("--cost", "roofline"))
+    assert counts["measured"] == 0 and counts["predicted"] > 0 and schedule.stages
+
+
+def test_missing_xgb_model_file_is_named(tmp_path):
+    missing = str(tmp_path / "none.json")
+    with pytest.raises(FileNotFoundError, match="none.json"):
+        tune_module(_tiny(), "tiny", _args("--cost", "xgb", "--xgb-model", missing))

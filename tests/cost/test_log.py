@@ -1,0 +1,52 @@
+"""The measurement log: round trip, empty file, corrupt and partial lines, append only."""
+import json
+import logging
+
+from tvm_ios.cost.log import LogRecord, MeasureLog
+
+
+def _record(key, median=5.0):
+    return LogRecord(key, "llvm", "local:test", [median * 1e-6, median * 1e-6], median)
+
+
+def test_round_trip_and_lookup(tmp_path):
+    path = tmp_path / "sub" / "log.jsonl"
+    log = MeasureLog(path)
+    log.append(_record("a", 3.0))
+    log.append(_record("b", 4.0))
+    again = MeasureLog(path)
+    assert len(again) == 2
+    assert again.lookup("a", "llvm", "local:test").median_us == 3.0
+    assert again.lookup("a", "llvm", "other") is None
+    line = json.loads(path.read_text().splitlines()[0])
+    for field in ("key", "target", "device_key", "run_secs", "median_us", "timestamp",
+                  "tvm_version", "tvm_ios_version"):
+        assert field in line
+
+
+def test_empty_log(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    log = MeasureLog(path)
+    assert len(log) == 0 and log.skipped == 0
+
+
+def test_corrupt_and_partial_lines_are_skipped_with_their_line_numbers(tmp_path, caplog):
+    path = tmp_path / "log.jsonl"
+    MeasureLog(path).append(_record("a"))
+    with open(path, "a") as handle:
+        handle.write("not json at all\n")
+        handle.write(json.dumps({"key": "b", "target": "llvm"}) + "\n")  # fields missing
+        handle.write('{"key": "c", "target": "llvm", "device_key": "local:t", "run_')
+    before = path.read_bytes()
+    with caplog.at_level(logging.WARNING):
+        log = MeasureLog(path)
+    assert len(log) == 1 and log.skipped == 3
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "line 2" in messages and "line 3" in messages and "line 4" in messages
+    assert path.read_bytes() == before  # loading never rewrites
+    log.append(_record("d"))  # appending after a partial line starts a new line
+    assert path.read_bytes().startswith(before)
+    reread = MeasureLog(path)
+    assert reread.lookup("d", "llvm", "local:test") is not None
+    assert len(reread) == 2

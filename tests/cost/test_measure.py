@@ -1,0 +1,115 @@
+"""Real measurements through meta_schedule's LocalRunner and RPCRunner on llvm."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tvm_ios.cost.measure import MeasureError, MeasureSettings, Measurer, check_tracker
+from tvm_ios.cost.stage_module import stage_module
+from tvm_ios.graph.extract import extract
+
+FAST = MeasureSettings(number=1, repeat=3, warmup=1, timeout_s=60, build_workers=2)
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def stages(tiny):
+    ext = extract(tiny["main"])
+    return [stage_module(ext, [[0]]), stage_module(ext, [[0], [1], [2]]),
+            stage_module(ext, [[0], [1], [2]], merge=True)]
+
+
+def test_local_runner_times_every_stage(measurer, stages):
+    results = measurer.measure(stages)
+    assert [r.key for r in results] == [s.key for s in stages]
+    for result in results:
+        assert result.error is None, result.error
+        assert len(result.run_secs) == 2 and all(t > 0 for t in result.run_secs)
+    single, three = results[0].median_us, results[1].median_us
+    assert three > single  # three convs (one of them 3x3) take longer than one 1x1
+
+
+@pytest.fixture(scope="module")
+def rpc_tracker():
+    """A tracker and one server with key ``tvm-ios-test`` on 127.0.0.1, stopped by PID."""
+    port = _free_port()
+    env = dict(os.environ, TVM_DEVICE_BACKEND_AUTOLOAD="0")
+    procs = [subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host",
+                               "127.0.0.1", "--port", str(port), "--port-end",
+                              str(port + 1)], env=env,
+                              start_new_session=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)]
+    server_port = _free_port()
+    procs.append(subprocess.Popen([sys.executable, "-m", "tvm.exec.rpc_server", "--tracker",
+                                   f"127.0.0.1:{port}", "--key", "tvm-ios-test", "--host",
+                                   "127.0.0.1", "--port", str(server_port), "--port-end",
+                                   str(server_port + 1)], env=env,
+                                  start_new_session=True, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL))
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                check_tracker("127.0.0.1", port, "tvm-ios-test", timeout_s=5)
+                break
+            except MeasureError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
+        yield f"127.0.0.1:{port}"
+    finally:
+        for proc in procs:  # each was started in its own session: stop its group by PID
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+
+
+def test_rpc_runner_through_tracker_and_server(rpc_tracker, stages):
+    measurer = Measurer("llvm", rpc_tracker, "tvm-ios-test", FAST)
+    try:
+        assert measurer.device_key == "rpc:tvm-ios-test"
+        results = measurer.measure(stages[:1])
+    finally:
+        measurer.close()
+    for result in results:
+        assert result.error is None, result.error
+        assert len(result.run_secs) == 3 and result.median_us > 0
+
+
+def test_unreachable_tracker_fails_fast_with_a_clear_error(stages):
+    port = _free_port()  # nothing listens there
+    measurer = Measurer("llvm", f"127.0.0.1:{port}", "k", MeasureSettings(timeout_s=2))
+    start = time.time()
+    with pytest.raises(MeasureError, match=f"127.0.0.1:{port} is unreachable"):
+        measurer.measure(stages[:1])
+    assert time.time() - start < 10
+
+
+def test_tracker_without_a_server_for_the_key(rpc_tracker):
+    host, port = rpc_tracker.split(":")
+    with pytest.raises(MeasureError, match="no server with key 'nobody'"):
+        check_tracker(host, int(port), "nobody", timeout_s=5)
+
+
+def test_bad_tracker_and_target_arguments():
+    with pytest.raises(ValueError, match="host:port"):
+        Measurer("llvm", "localhost", "k")
+    with pytest.raises(ValueError, match="--rpc-key"):
+        Measurer("llvm", "127.0.0.1:9190", None)
+    with pytest.raises(ValueError, match="impossible target"):
+        Measurer("no-such-target")
+
+
+@pytest.mark.skipif(__import__("tvm").cuda(0).exist, reason="this machine has a GPU")
+def test_a_target_the_local_runner_cannot_run_is_refused_before_building(stages):
+    measurer = Measurer({"kind": "cuda", "arch": "sm_90"}, settings=FAST)
+    with pytest.raises(MeasureError, match="runs on cuda, which this machine does not have"):
+        measurer.measure(stages[:1])

@@ -1,0 +1,76 @@
+"""The XGBoost cost model: features, fit/predict, save/load, held-out accuracy."""
+import math
+import random
+
+import numpy as np
+import pytest
+
+from tvm_ios.cost.log import LogRecord
+from tvm_ios.cost.xgb import FEATURES, XGBCostModel, evaluate
+from tvm_ios.graph.opgraph import OpGraph, OpNode
+
+
+def _conv(rng):
+    c, k, hw = rng.choice([8, 16, 32, 64]), rng.choice([1, 3, 5]), rng.choice([8, 16, 32])
+    cin = rng.choice([8, 16, 32])
+    flops = 2 * c * hw * hw * cin * k * k
+    return {"kind": "conv2d", "flops": flops, "bytes": 4 * (cin * hw * hw + c * cin * k * k
+                                                             + c * hw * hw),
+            "shape": [1, c, hw, hw], "kernel": [k, k], "channels": c, "in_channels": cin}
+
+
+def _records(n, seed=0):
+    """Stages whose latency is a known, noisy function of their work (back to back)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        groups = [[_conv(rng) for _ in range(rng.randint(1, 2))] for _ in range(rng.randint(1, 3))]
+        work = sum(op["flops"] for g in groups for op in g)
+        latency = 2.0 + work / 4e3 * rng.uniform(0.9, 1.1)
+        out.append(LogRecord(f"k{i}", "llvm", "local:t", [latency * 1e-6], latency,
+                             stage={"strategy": "concurrent", "groups": groups}))
+    return out
+
+
+def test_fit_predict_ranks_held_out_stages():
+    records = _records(200)
+    model = XGBCostModel().fit(records[:160])
+    figures = evaluate(model.predict([r.stage for r in records[160:]]),
+                       [r.median_us for r in records[160:]])
+    assert figures["n"] == 40
+    assert figures["spearman"] > 0.9 and figures["mape"] < 0.3
+
+
+def test_save_and_load_give_the_same_predictions(tmp_path):
+    records = _records(60, seed=1)
+    model = XGBCostModel().fit(records)
+    path = tmp_path / "xgb.json"
+    model.save(path)
+    loaded = XGBCostModel.load(path)
+    stages = [r.stage for r in records[:10]]
+    np.testing.assert_allclose(loaded.predict(stages), model.predict(stages), rtol=1e-5)
+    assert loaded.trained_on == 60
+
+
+def test_missing_model_file_and_untrained_model(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        XGBCostModel.load(tmp_path / "nope.json")
+    with pytest.raises(RuntimeError, match="fit"):
+        XGBCostModel().predict([_records(1)[0].stage])
+    with pytest.raises(ValueError, match="usable"):
+        XGBCostModel().fit(_records(1))
+
+
+def test_cost_model_protocol_on_a_graph():
+    records = _records(80, seed=2)
+    model = XGBCostModel().fit(records)
+    attrs = {"kernel": [3, 3], "channels": 16, "in_channels": 16, "input": "x",
+             "strides": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1}
+    small = OpNode("a", "conv2d", (1, 16, 8, 8), flops=2 * 16 * 64 * 16 * 9, bytes=10000,
+                   attrs=attrs)
+    large = OpNode("b", "conv2d", (1, 16, 32, 32), flops=2 * 16 * 1024 * 16 * 9,
+                   bytes=100000, attrs=attrs)
+    graph = OpGraph([small, large], [])
+    assert model.stage_latency(graph, [[1]]) > model.stage_latency(graph, [[0]])
+    assert len(model.features([records[0].stage])[0]) == len(FEATURES)
+    assert not math.isnan(model.stage_latency(graph, [[0], [1]]))

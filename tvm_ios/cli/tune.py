@@ -1,0 +1,171 @@
+"""``tvm-ios tune``: measure a model's stages on a target, keep them in a log, schedule.
+
+    tvm-ios tune --model inception_v3 --target llvm --log stages.jsonl --cost hybrid
+    tvm-ios tune --model randwire --rpc-tracker 127.0.0.1:9190 --rpc-key k --log stages.jsonl
+    tvm-ios schedule --model inception_v3 --log stages.jsonl      # reuse, measure nothing
+
+``--cost``: ``measured`` (every candidate stage missing from the log), ``hybrid`` (predict,
+measure only what can win), ``xgb`` or ``roofline`` (predict only). A stage in the log is
+never measured again for the same target and device key. ``--train-xgb FILE`` fits the
+XGBoost model on the log afterwards, prints its held-out MAPE and Spearman, and saves it.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from .common import add_ios_options, add_model_options, load_model, write_json
+
+__all__ = ["add_parser", "add_log_options", "tune_module", "log_cost_model", "StageProgress"]
+
+COSTS = ("measured", "hybrid", "xgb", "roofline")
+
+
+def add_log_options(parser) -> None:
+    """``--log``, ``--target``, ``--device-key``, ``--xgb-model``: what a log is read with."""
+    parser.add_argument("--log", metavar="FILE", help="JSON-lines measurement log to reuse")
+    parser.add_argument("--target", default="llvm", help="target the log figures are for")
+    parser.add_argument("--device-key", default=None,
+                        help="device key in the log (default rpc:<key> or local:<host>)")
+    parser.add_argument("--xgb-model", metavar="FILE", help="a saved XGBoost cost model")
+
+
+def add_parser(subparsers) -> None:
+    """Register ``tune``."""
+    parser = subparsers.add_parser("tune", help="measure stages into a log and schedule")
+    add_model_options(parser)
+    add_ios_options(parser)
+    add_log_options(parser)
+    parser.add_argument("--cost", choices=COSTS, default="measured")
+    parser.add_argument("--rpc-tracker", metavar="HOST:PORT", help="RPC tracker to run on")
+    parser.add_argument("--rpc-key", help="device key of the RPC servers")
+    parser.add_argument("--number", type=int, default=3, help="calls per timing (default 3)")
+    parser.add_argument("--repeat", type=int, default=3, help="timings kept (default 3)")
+    parser.add_argument("--min-repeat-ms", type=int, default=0)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed calls first")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per build/run")
+    parser.add_argument("--batch-size", type=int, default=64, help="stages per build batch")
+    parser.add_argument("--train-xgb", metavar="FILE", help="fit XGBoost on the log, save it")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule JSON here")
+    parser.set_defaults(handler=run)
+
+
+class StageProgress:
+    """One line on stderr: stages measured, cached (log) and predicted so far."""
+
+    def __init__(self, label: str, stream=None):
+        self.label, self.stream = label, stream or sys.stderr
+        self.start, self.last = time.perf_counter(), 0.0
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def __call__(self, counts: dict, final: bool = False) -> None:
+        now = time.perf_counter()
+        if not final and now - self.last < (0.2 if self.tty else 10.0):
+            return
+        self.last = now
+        line = (f"{self.label}: {counts['measured']} measured, {counts['cached']} cached, "
+                f"{counts['predicted']} predicted, {now - self.start:.1f}s")
+        self.stream.write(("\r" if self.tty else "") + line + ("\n" if final or not self.tty
+                                                                else ""))
+        self.stream.flush()
+
+
+def _measurer(args):
+    from ..cost.measure import MeasureSettings, Measurer  # noqa: PLC0415
+
+    settings = MeasureSettings(number=args.number, repeat=args.repeat,
+                               min_repeat_ms=args.min_repeat_ms, warmup=args.warmup,
+                               timeout_s=args.timeout, batch_size=args.batch_size)
+    return Measurer(args.target, getattr(args, "rpc_tracker", None),
+                    getattr(args, "rpc_key", None), settings, args.device_key)
+
+
+def _predictor(args, model):
+    """XGBoost (loaded, or fitted on the log when it holds enough), else the roofline."""
+    from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415
+    from ..cost.xgb import XGBCostModel  # noqa: PLC0415
+
+    if args.xgb_model:
+        return XGBCostModel.load(args.xgb_model)
+    records = model.log.for_device(model.target, model.device_key)
+    if args.cost != "roofline" and len(records) >= 8:
+        return XGBCostModel().fit(records)
+    return AnalyticalCostModel("llvm" if "llvm" in str(args.target) else args.device)
+
+
+def tune_module(mod, name: str, args, progress=None):
+    """Tune one Relax module as ``args`` say; returns ``(schedule, counts)``."""
+    from ..cost.hybrid import HybridCostModel, hybrid_schedule, measured_schedule  # noqa
+    from ..cost.measured import MeasuredCostModel  # noqa: PLC0415
+    from ..schedule.ios import ios_schedule  # noqa: PLC0415
+
+    measurer = _measurer(args) if args.cost in ("measured", "hybrid") else None
+    model = MeasuredCostModel(mod, measurer, args.log, target=args.target,
+                              device_key=args.device_key, progress=progress)
+    graph = next(iter(model.extractions.values())).graph
+    graph.name = name
+    options = dict(max_group_size=args.max_group_size, max_num_groups=args.max_num_groups,
+                   strategy=args.strategy)
+    try:
+        if args.cost == "measured":
+            schedule = measured_schedule(graph, model, **options)
+        elif args.cost == "hybrid":
+            schedule = hybrid_schedule(graph, model, _predictor(args, model), **options)
+        else:
+            hybrid = HybridCostModel(model, _predictor(args, model))
+            ios_schedule(graph, hybrid, **options)
+            hybrid.calibrate()
+            schedule = ios_schedule(graph, hybrid, **options)
+    finally:
+        if measurer is not None:
+            measurer.close()
+    return schedule, dict(model.counts), model
+
+
+def log_cost_model(args, mod):
+    """For ``tvm-ios schedule --log``: logged figures, predictions for the rest, or None."""
+    if not getattr(args, "log", None):
+        return None
+    from ..cost.hybrid import HybridCostModel  # noqa: PLC0415
+    from ..cost.measured import MeasuredCostModel  # noqa: PLC0415
+
+    model = MeasuredCostModel(mod, None, args.log, target=args.target,
+                              device_key=args.device_key)
+    args.cost = "xgb"
+    return HybridCostModel(model, _predictor(args, model))
+
+
+def _train_xgb(log, path: str) -> dict:
+    from ..cost.xgb import train_and_evaluate  # noqa: PLC0415
+
+    return {"log": str(log.path), **train_and_evaluate(log.records, path)}
+
+
+def run(args) -> int:
+    """Tune ``--model``; print the schedule and the measured/cached/predicted counts."""
+    if args.cost in ("measured", "hybrid") and not args.log:
+        raise ValueError("--log FILE is needed to keep measurements")
+    from ..cost.measure import MeasureError  # noqa: PLC0415
+
+    mod, params, name = load_model(args)
+    del params  # stages are timed with random weights
+    start = time.perf_counter()
+    progress = StageProgress(f"tune {name} ({args.cost})")
+    try:
+        schedule, counts, model = tune_module(mod, name, args, progress)
+    except MeasureError as err:
+        print(f"tvm-ios tune: error: {err}", file=sys.stderr)
+        return 2
+    progress(counts, final=True)
+    print(schedule)
+    print(f"{counts['measured']} stages measured, {counts['cached']} from the log, "
+          f"{counts['predicted']} predicted in {time.perf_counter() - start:.1f}s; "
+          f"estimated latency {schedule.latency_us:.1f} us")
+    result = {"schedule": schedule.to_dict(), "counts": counts}
+    if args.train_xgb:
+        result["xgb"] = _train_xgb(model.log, args.train_xgb)
+        print("XGBoost on {log}: held-out MAPE {mape:.3f}, Spearman {spearman:.3f} "
+              "({n} of {total} records)".format(total=len(model.log), **result["xgb"]))
+    write_json(args.json, result)
+    write_json(args.output, schedule.to_dict())
+    return 0

@@ -1,0 +1,140 @@
+"""Tuning policies: measure every candidate stage, or predict and measure only what can win.
+
+``measured_schedule`` lists every stage the IOS DP prices, measures those missing from the
+log in large batches, then runs the DP on measured figures.
+
+``hybrid_schedule`` predicts every stage (XGBoost or the roofline, scaled to the measured
+figures) and measures only the stages that can still win: each round runs the DP on the
+mix of measured and predicted figures, measures the unmeasured stages of the schedule it
+picks, plus, for every stage it picks, the alternatives for the same ops whose prediction
+is within ``margin`` of it, and retrains the predictor as the log grows. It stops when the
+chosen schedule is measured throughout (so its estimate is a measured one) or after
+``max_rounds``.
+"""
+from __future__ import annotations
+
+import logging
+import statistics
+from typing import Sequence
+
+from ..graph.opgraph import OpGraph
+from ..schedule.ios import ios_schedule
+from ..schedule.merge import merge_plan
+from ..schedule.schedule import Schedule
+from .measured import MeasuredCostModel, StageRef
+
+__all__ = ["HybridCostModel", "measured_schedule", "hybrid_schedule"]
+
+logger = logging.getLogger(__name__)
+
+
+class HybridCostModel:
+    """Measured latency where the log has it, else the predictor's, scaled to measurements.
+
+    Parameters
+    ----------
+    measured : MeasuredCostModel
+        Gives stage keys and logged figures (it measures nothing here).
+    predictor : CostModel
+        XGBoost, roofline, or any cost model.
+    """
+
+    def __init__(self, measured: MeasuredCostModel, predictor):
+        self.measured, self.predictor = measured, predictor
+        self.scale = 1.0
+        self.raw: dict[str, float] = {}
+
+    def __repr__(self) -> str:
+        return f"HybridCostModel({self.predictor!r}, scale={self.scale:.3g})"
+
+    def _price(self, graph, groups, merge: bool) -> float:
+        stage = self.measured.stage(graph, groups, merge)
+        value = self.measured.lookup(stage)
+        if value is not None:
+            self.measured.counts["cached"] += 1
+            return value
+        if stage.key not in self.raw:
+            self.raw[stage.key] = float(self.predictor.merged_latency(
+                graph, [g[0] for g in groups]) if merge else
+                self.predictor.stage_latency(graph, groups))
+        self.measured.counts["predicted"] += 1
+        return self.raw[stage.key] * self.scale
+
+    def is_measured(self, graph, groups, merge: bool) -> bool:
+        """Whether the log holds this stage."""
+        return self.measured.lookup(self.measured.stage(graph, groups, merge)) is not None
+
+    def calibrate(self) -> None:
+        """Scale predictions by the median measured/predicted ratio of measured stages."""
+        ratios = []
+        for key, raw in self.raw.items():
+            record = self.measured.log.lookup(key, self.measured.target, self.measured.device_key)
+            if record is not None and raw > 0:
+                ratios.append(record.median_us / raw)
+        if ratios:
+            self.scale = float(statistics.median(ratios))
+
+    def stage_latency(self, graph: OpGraph, groups: Sequence[Sequence[int]]) -> float:
+        """Measured or predicted latency of concurrent groups."""
+        return self._price(graph, [sorted(g) for g in groups], False)
+
+    def merged_latency(self, graph: OpGraph, ops: Sequence[int]) -> float | None:
+        """Measured or predicted latency of the merged operator (None if it cannot merge)."""
+        if merge_plan(graph, ops) is None:
+            return None
+        return self._price(graph, [[i] for i in sorted(ops)], True)
+
+
+def measured_schedule(graph: OpGraph, measured: MeasuredCostModel, **ios_options) -> Schedule:
+    """Measure every candidate stage missing from the log, then run IOS on measurements."""
+    measured.prefetch(graph, measured.candidates(graph, **ios_options))
+    schedule = ios_schedule(graph, measured, **ios_options)
+    schedule.params["cost_model"] = f"measured({measured.target}, {measured.device_key})"
+    return schedule
+
+
+def _stage_refs(graph: OpGraph, schedule: Schedule) -> list[StageRef]:
+    return [(tuple(tuple(sorted(graph.index[n] for n in g)) for g in stage.groups),
+             stage.strategy == "merge") for stage in schedule.stages]
+
+
+def _alternatives(graph: OpGraph, hybrid: HybridCostModel, ref: StageRef,
+                  margin: float) -> list[StageRef]:
+    """The other strategy for the same ops, when its prediction is within ``margin``."""
+    groups, merge = ref
+    ops = sorted(i for g in groups for i in g)
+    if merge:
+        other = (tuple((i,) for i in ops), False)
+    elif len(groups) > 1 and merge_plan(graph, ops) is not None:
+        other = (tuple((i,) for i in ops), True)
+    else:
+        return []
+    mine = hybrid._price(graph, [list(g) for g in groups], merge)
+    theirs = hybrid._price(graph, [list(g) for g in other[0]], other[1])
+    return [other] if theirs <= mine * (1.0 + margin) else []
+
+
+def hybrid_schedule(graph: OpGraph, measured: MeasuredCostModel, predictor, *,
+                    max_rounds: int = 8, margin: float = 0.1, retrain: bool = True,
+                    **ios_options) -> Schedule:
+    """Predict everything, measure only stages that can still win (module docstring)."""
+    hybrid = HybridCostModel(measured, predictor)
+    schedule, rounds = None, 0
+    for rounds in range(1, max_rounds + 1):
+        schedule = ios_schedule(graph, hybrid, **ios_options)
+        refs = _stage_refs(graph, schedule)
+        todo = [r for r in refs if not hybrid.is_measured(graph, [list(g) for g in r[0]], r[1])]
+        todo += [alt for r in refs for alt in _alternatives(graph, hybrid, r, margin)]
+        if measured.prefetch(graph, todo) == 0 and not any(
+                not hybrid.is_measured(graph, [list(g) for g in r[0]], r[1]) for r in refs):
+            break
+        records = measured.log.for_device(measured.target, measured.device_key)
+        if retrain and hasattr(predictor, "fit") and len(records) >= 8:
+            predictor.fit(records)  # trained on measurements: no scaling needed
+            hybrid.raw.clear()
+            hybrid.scale = 1.0
+        else:
+            hybrid.calibrate()
+    schedule.params["cost_model"] = f"hybrid({predictor!r}, {measured.target})"
+    schedule.stats["hybrid_rounds"] = rounds
+    return schedule

@@ -1,0 +1,279 @@
+"""Build and time stage modules through TVM's meta_schedule builder and runners.
+
+Builds run in meta_schedule's ``LocalBuilder`` process pool with :func:`build_stage` (weights
+bound to random constants, weight-only arithmetic folded, ``tvm.compile``) and
+:func:`export_stage`; both live in this importable module so the pool's workers do not
+import the tensor intrinsics the default build function needs (~27 s per worker). Runs go
+through ``LocalRunner`` or ``RPCRunner`` (a tracker and servers keyed as
+``tvm.exec.rpc_tracker`` / ``tvm.exec.rpc_server`` use them) with a Relax VM evaluator:
+``warmup`` untimed calls, then ``repeat`` timings of ``number`` calls each (at least
+``min_repeat_ms`` long). The figure a cost model keeps is the median.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import socket
+import statistics
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _tvm
+
+__all__ = ["MeasureSettings", "MeasureResult", "MeasureError", "Measurer", "build_stage",
+           "export_stage", "alloc_rpc", "time_vm_local", "time_vm_rpc", "check_tracker"]
+
+logger = logging.getLogger(__name__)
+
+
+class MeasureError(RuntimeError):
+    """A stage could not be built or run, or the runner cannot be reached."""
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How stages are timed. ``timeout_s`` bounds one build, one run, one RPC session."""
+
+    number: int = 3
+    repeat: int = 3
+    min_repeat_ms: int = 0
+    warmup: int = 1
+    timeout_s: float = 60.0
+    build_workers: int | None = None
+    batch_size: int = 32
+
+
+@dataclass
+class MeasureResult:
+    """Run seconds of one stage (``repeat`` figures), or the error that stopped it."""
+
+    key: str
+    run_secs: list | None = None
+    error: str | None = None
+
+    @property
+    def median_us(self) -> float:
+        """Median of the run seconds, in microseconds."""
+        return float(statistics.median(self.run_secs)) * 1e6
+
+
+def build_stage(mod, target, _params=None):
+    """meta_schedule ``f_build``: bind random weights, fold weight arithmetic, compile."""
+    from tvm import relax  # noqa: PLC0415  (runs in a builder worker)
+
+    func = mod["main"]
+    num_input = int(func.attrs["num_input"]) if func.attrs is not None \
+        and "num_input" in func.attrs else len(func.params)
+    rng = np.random.default_rng(0)
+    binding = {p: relax.const((rng.standard_normal(_tvm.shape_of(p)) * 0.1)
+                              .astype(_tvm.dtype_of(p)))
+               for p in list(func.params)[num_input:]}
+    if binding:
+        mod = _tvm.IRModule({"main": func.bind_params(binding)})
+        mod = relax.transform.FoldConstant()(mod)
+    return _tvm.compile_module(mod, target)
+
+
+def export_stage(executable) -> str:
+    """meta_schedule ``f_export``: a shared library in a fresh temporary directory."""
+    path = os.path.join(tempfile.mkdtemp(prefix="tvm_ios_stage_"), "stage.so")
+    executable.export_library(path)
+    return path
+
+
+def _time_vm(rt_mod, device, config, repeated_args, warmup: int) -> list[float]:
+    from tvm import relax  # noqa: PLC0415  (runs in a runner worker)
+
+    vm = relax.VirtualMachine(rt_mod, device)
+    costs: list[float] = []
+    for args in repeated_args:
+        vm.set_input("main", *args)
+        for _ in range(warmup):
+            vm.invoke_stateful("main")
+        timer = vm.time_evaluator("invoke_stateful", device, number=config.number,
+                                  repeat=config.repeat, min_repeat_ms=config.min_repeat_ms)
+        costs.extend(float(x) for x in timer("main").results)
+    return costs
+
+
+def alloc_rpc(session, device, args_info, alloc_repeat: int) -> list:
+    """RPCRunner ``f_alloc_argument``: random inputs copied to the remote device.
+
+    The default needs ``tvm.contrib.random`` on the server, which a runtime-only server
+    (``python -m tvm.exec.rpc_server``) may lack.
+    """
+    del session
+    rng = np.random.default_rng(0)
+    return [[_tvm.tensor(rng.standard_normal(shape).astype(dtype), device)
+             for _, dtype, shape in args_info] for _ in range(alloc_repeat)]
+
+
+def time_vm_local(rt_mod, device, config, repeated_args, warmup: int = 1) -> list[float]:
+    """LocalRunner ``f_run_evaluator`` for a Relax VM executable."""
+    return _time_vm(rt_mod, device, config, repeated_args, warmup)
+
+
+def time_vm_rpc(session, rt_mod, device, config, repeated_args, warmup: int = 1) -> list[float]:
+    """RPCRunner ``f_run_evaluator`` for a Relax VM executable (session unused)."""
+    del session
+    return _time_vm(rt_mod, device, config, repeated_args, warmup)
+
+
+class Measurer:
+    """Times stage modules for one target on one device (local, or RPC by tracker key).
+
+    Parameters
+    ----------
+    target : str, dict or Target
+        Build target (``"llvm"`` runs here).
+    rpc_tracker : str, optional
+        ``host:port`` of an RPC tracker; with ``rpc_key`` runs go to its servers.
+    rpc_key : str, optional
+        Device key the servers registered with.
+    settings : MeasureSettings, optional
+        Warm-up, number, repeat, min-repeat-ms, timeouts, batch size.
+    device_key : str, optional
+        Names the device in the log (default ``rpc:<key>`` or ``local:<hostname>``).
+    """
+
+    def __init__(self, target="llvm", rpc_tracker: str | None = None,
+                 rpc_key: str | None = None, settings: MeasureSettings | None = None,
+                 device_key: str | None = None):
+        self.target = _tvm.make_target(target)
+        self.settings = settings or MeasureSettings()
+        self.rpc = _parse_tracker(rpc_tracker, rpc_key) if rpc_tracker else None
+        self.device_key = device_key or (f"rpc:{rpc_key}" if self.rpc
+                                         else f"local:{socket.gethostname()}")
+        self._builder = self._runner = None
+
+    @property
+    def target_str(self) -> str:
+        """The target as logged."""
+        return str(self.target)
+
+    @property
+    def device_type(self) -> str:
+        """The runners' device string (``"cpu"`` for llvm)."""
+        kind = self.target.kind.name
+        return "cpu" if kind in ("llvm", "c") else kind
+
+    def __repr__(self) -> str:
+        return f"Measurer({self.target_str!r}, {self.device_key!r})"
+
+    def _ms(self):
+        from tvm.s_tir import meta_schedule as ms  # noqa: PLC0415  (heavy; only when measuring)
+
+        return ms
+
+    def _setup(self) -> None:
+        if self._runner is not None:
+            return
+        ms, s = self._ms(), self.settings
+        config = ms.runner.EvaluatorConfig(number=s.number, repeat=s.repeat,
+                                           min_repeat_ms=s.min_repeat_ms)
+        if self.rpc:
+            rpc_config = check_tracker(*self.rpc, timeout_s=s.timeout_s)
+            self._runner = ms.runner.RPCRunner(
+                rpc_config, config, f_alloc_argument=alloc_rpc,
+                f_run_evaluator=functools.partial(time_vm_rpc, warmup=s.warmup))
+        else:
+            if not _tvm.device_for(self.target).exist:
+                raise MeasureError(f"target {self.target_str} runs on {self.device_type}, which "
+                                   "this machine does not have; use --rpc-tracker to measure "
+                                   "on a remote device")
+            self._runner = ms.runner.LocalRunner(
+                timeout_sec=s.timeout_s, evaluator_config=config,
+                f_run_evaluator=functools.partial(time_vm_local, warmup=s.warmup))
+        self._builder = ms.builder.LocalBuilder(
+            max_workers=s.build_workers, timeout_sec=s.timeout_s,
+            f_build=build_stage, f_export=export_stage)
+
+    def measure(self, stages: list, on_result=None) -> list[MeasureResult]:
+        """Build and time ``stages`` (:class:`~.stage_module.StageModule`), batch by batch.
+
+        ``on_result(stage, result)`` is called as each result arrives (the log appends
+        there, so a killed run keeps every figure it finished).
+        """
+        self._setup()
+        out: list[MeasureResult] = []
+        size = max(1, self.settings.batch_size)
+        for start in range(0, len(stages), size):
+            batch = stages[start:start + size]
+            for stage, result in zip(batch, self._measure_batch(batch)):
+                out.append(result)
+                if on_result is not None:
+                    on_result(stage, result)
+        return out
+
+    def _measure_batch(self, batch: list) -> list[MeasureResult]:
+        ms = self._ms()
+        built = self._builder.build([ms.builder.BuilderInput(s.mod, self.target)
+                                     for s in batch])
+        results, inputs, pending = [], [], []
+        for stage, b in zip(batch, built):
+            if b.error_msg:
+                results.append(MeasureResult(stage.key, error=f"build for {self.target_str} "
+                                             f"failed: {_short(b.error_msg)}"))
+                continue
+            results.append(None)
+            args = [ms.arg_info.TensorInfo(dtype, shape) for shape, dtype in stage.inputs]
+            inputs.append(ms.runner.RunnerInput(b.artifact_path, self.device_type, args))
+            pending.append(len(results) - 1)
+        futures = self._runner.run(inputs) if inputs else []
+        for slot, future, runner_input in zip(pending, futures, inputs):
+            res = future.result()
+            key = batch[slot].key
+            if res.error_msg:
+                results[slot] = MeasureResult(key, error=f"run on {self.device_key} failed: "
+                                              f"{_short(res.error_msg)}")
+            else:
+                results[slot] = MeasureResult(key, [float(getattr(x, "value", x))
+                                                    for x in res.run_secs])
+            shutil.rmtree(os.path.dirname(runner_input.artifact_path), ignore_errors=True)
+        return results
+
+    def close(self) -> None:
+        """Shut the runner's worker pool down."""
+        if self._runner is not None and hasattr(self._runner, "pool"):
+            self._runner.pool.shutdown()
+        self._runner = self._builder = None
+
+
+def _short(message: str, lines: int = 6) -> str:
+    text = [ln for ln in str(message).strip().splitlines() if ln.strip()]
+    return " | ".join(text[-lines:])
+
+
+def _parse_tracker(tracker: str, key: str | None) -> tuple[str, int, str]:
+    host, _, port = str(tracker).rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"--rpc-tracker must be host:port, got {tracker!r}")
+    if not key:
+        raise ValueError("an RPC tracker needs a device key (--rpc-key)")
+    return host, int(port), key
+
+
+def check_tracker(host: str, port: int, key: str, timeout_s: float = 10.0):
+    """Return an ``RPCConfig`` once the tracker answers and has a server for ``key``.
+
+    Raises :class:`MeasureError` within ``timeout_s`` when the tracker is unreachable or no
+    server registered with ``key``.
+    """
+    from tvm.s_tir.meta_schedule.runner import RPCConfig  # noqa: PLC0415
+
+    try:
+        socket.create_connection((host, port), timeout=min(timeout_s, 5.0)).close()
+    except OSError as err:
+        raise MeasureError(f"RPC tracker {host}:{port} is unreachable: {err}") from err
+    config = RPCConfig(host, port, key, session_timeout_sec=int(max(1, timeout_s)))
+    try:
+        servers = config.count_num_servers(allow_missing=True)
+    except Exception as err:  # noqa: BLE001  (tvm.rpc raises several types)
+        raise MeasureError(f"RPC tracker {host}:{port} did not answer: {err}") from err
+    if servers == 0:
+        raise MeasureError(f"RPC tracker {host}:{port} has no server with key {key!r}")
+    return config

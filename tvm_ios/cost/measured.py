@@ -1,0 +1,177 @@
+"""The measured cost model: stage latencies timed on the target, kept in a log.
+
+``MeasuredCostModel`` implements the :class:`~tvm_ios.cost.base.CostModel` protocol, so
+``ios_schedule(graph, MeasuredCostModel(mod, measurer, log))`` works. A stage's workload key
+(:mod:`.stage_module`) is looked up in the log first; only stages missing there are
+measured, and each result is appended at once. Because the IOS DP prices every ending of
+every state whatever the costs, :meth:`MeasuredCostModel.candidates` can list all of them
+up front (a DP run with a recording model) and :meth:`MeasuredCostModel.prefetch` measures
+them in large batches, which is how :func:`tune` uses the builder's process pool well.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable, Sequence
+
+from ..graph.extract import Extraction, extract
+from ..graph.opgraph import OpGraph
+from ..schedule.ios import ios_schedule
+from ..schedule.merge import merge_plan
+from .analytical import AnalyticalCostModel
+from .log import LogRecord, MeasureLog
+from .measure import MeasureError, Measurer
+from .stage_module import StageModule, stage_module
+
+__all__ = ["MeasuredCostModel", "StageRef"]
+
+logger = logging.getLogger(__name__)
+
+#: A stage of a graph: (groups as tuples of node ids, merged?).
+StageRef = tuple
+
+
+class MeasuredCostModel:
+    """Latencies (us) of stages measured with a :class:`~.measure.Measurer`, logged.
+
+    Parameters
+    ----------
+    source : IRModule, Extraction or list of them
+        The model(s) whose graphs will be priced (``main`` of a module is extracted).
+    measurer : Measurer, optional
+        Times stages missing from the log; without one such a stage raises
+        :class:`~.measure.MeasureError`.
+    log : MeasureLog, str or Path, optional
+        The measurement log (default: in memory).
+    target, device_key : str, optional
+        Which log records count when there is no measurer (default ``llvm`` / the local
+        device key a :class:`Measurer` would use).
+    progress : callable, optional
+        ``progress(counts)`` after each measurement, ``counts`` = measured/cached/predicted.
+    """
+
+    def __init__(self, source, measurer: Measurer | None = None, log=None,
+                 target: str | None = None, device_key: str | None = None,
+                 progress: Callable[[dict], None] | None = None):
+        self.measurer = measurer
+        self.log = log if isinstance(log, MeasureLog) else MeasureLog(log)
+        probe = measurer or Measurer(target or "llvm", device_key=device_key)
+        self.target, self.device_key = probe.target_str, probe.device_key
+        self.extractions: dict[str, Extraction] = {}
+        self.modules: dict[tuple, StageModule] = {}
+        self.failed: dict[str, str] = {}
+        self.counts = {"measured": 0, "cached": 0, "predicted": 0}
+        self.progress = progress
+        for item in source if isinstance(source, (list, tuple)) else [source]:
+            self.add(item)
+
+    def __repr__(self) -> str:
+        return f"MeasuredCostModel({self.target!r}, {self.device_key!r}, {self.log!r})"
+
+    def add(self, source) -> OpGraph:
+        """Register a model (IRModule or Extraction); returns its op graph."""
+        ext = source if isinstance(source, Extraction) else extract(source["main"])
+        self.extractions[ext.graph.fingerprint()] = ext
+        return ext.graph
+
+    # -- stages and keys ------------------------------------------------------------------
+    def stage(self, graph: OpGraph, groups: Sequence[Sequence[int]],
+              merge: bool = False) -> StageModule:
+        """The (cached) standalone module of a stage of a registered graph."""
+        fingerprint = graph.fingerprint()
+        ident = (fingerprint, tuple(tuple(sorted(g)) for g in groups), merge)
+        if ident not in self.modules:
+            ext = self.extractions.get(fingerprint)
+            if ext is None:
+                raise ValueError(f"MeasuredCostModel: graph {graph.name!r} was not registered "
+                                 "(pass its module to the constructor or to add())")
+            self.modules[ident] = stage_module(ext, groups, merge)
+        return self.modules[ident]
+
+    def lookup(self, stage: StageModule) -> float | None:
+        """The logged median (us) of a stage on this target and device, or None."""
+        record = self.log.lookup(stage.key, self.target, self.device_key)
+        return record.median_us if record is not None else None
+
+    # -- the CostModel protocol -----------------------------------------------------------
+    def stage_latency(self, graph: OpGraph, groups: Sequence[Sequence[int]]) -> float:
+        """Measured latency of the groups (run back to back on llvm; see stage_module)."""
+        return self._latency(self.stage(graph, groups))
+
+    def merged_latency(self, graph: OpGraph, ops: Sequence[int]) -> float | None:
+        """Measured latency of the merged operator, or None when the ops cannot merge."""
+        if merge_plan(graph, ops) is None:
+            return None
+        return self._latency(self.stage(graph, [[i] for i in sorted(ops)], merge=True))
+
+    def _latency(self, stage: StageModule) -> float:
+        if stage.key in self.failed:
+            return float("inf")
+        value = self.lookup(stage)
+        if value is not None:
+            self._count("cached")
+            return value
+        self.prefetch_modules([stage])
+        value = self.lookup(stage)
+        return float("inf") if value is None else value
+
+    # -- batch measurement ----------------------------------------------------------------
+    def candidates(self, graph: OpGraph, **ios_options) -> list[StageRef]:
+        """Every stage the IOS DP prices for ``graph`` under ``ios_options``, once each."""
+        recorder = _Recorder(graph)
+        ios_schedule(graph, recorder, **ios_options)
+        return list(recorder.seen)
+
+    def prefetch(self, graph: OpGraph, stages: Sequence[StageRef]) -> int:
+        """Measure the stages missing from the log, in batches; returns how many."""
+        return self.prefetch_modules([self.stage(graph, groups, merge)
+                                      for groups, merge in stages])
+
+    def prefetch_modules(self, stages: Sequence[StageModule]) -> int:
+        """Measure the stage modules missing from the log (each key once)."""
+        todo: dict[str, StageModule] = {}
+        for stage in stages:
+            if stage.key not in todo and stage.key not in self.failed \
+                    and self.lookup(stage) is None:
+                todo[stage.key] = stage
+        if not todo:
+            return 0
+        if self.measurer is None:
+            raise MeasureError(f"{len(todo)} stage(s) are not in the log {self.log.path} for "
+                               f"{self.target} on {self.device_key} and no measurer is set")
+        results = self.measurer.measure(list(todo.values()), on_result=self._record)
+        errors = [r for r in results if r.error]
+        if errors and len(errors) == len(results):
+            raise MeasureError(f"no stage could be measured; first error: {errors[0].error}")
+        return len(results) - len(errors)
+
+    def _record(self, stage: StageModule, result) -> None:
+        if result.error:
+            logger.warning("stage %s not measured (priced infinite): %s", stage.key,
+                           result.error)
+            self.failed[stage.key] = result.error
+            return
+        self.log.append(LogRecord(stage.key, self.target, self.device_key, result.run_secs,
+                                  result.median_us, time.time(), stage=stage.description))
+        self._count("measured")
+
+    def _count(self, what: str) -> None:
+        self.counts[what] += 1
+        if self.progress is not None:
+            self.progress(dict(self.counts))
+
+
+class _Recorder:
+    """A cost model that notes every stage the DP prices and answers with the roofline."""
+
+    def __init__(self, graph: OpGraph):
+        self.seen: dict[StageRef, None] = {}
+        self.roofline = AnalyticalCostModel("llvm")
+
+    def stage_latency(self, graph, groups):
+        self.seen[(tuple(tuple(sorted(g)) for g in groups), False)] = None
+        return self.roofline.stage_latency(graph, groups)
+
+    def merged_latency(self, graph, ops):
+        self.seen[(tuple((i,) for i in sorted(ops)), True)] = None
+        return self.roofline.merged_latency(graph, ops)

@@ -1,0 +1,218 @@
+"""A stage of a schedule as a standalone Relax module, the thing a measured cost model times.
+
+A stage is a list of groups of units of an :class:`~tvm_ios.graph.extract.Extraction`. Its
+module is a ``main`` function whose parameters are the activations the stage reads (first,
+counted by the ``num_input`` attribute) and the weights it reads (tensor constants of the
+model are lifted to weight parameters too, so identical blocks of a model, whose weights
+differ, get the same module and the same workload key). The body holds the units' bindings
+group after group, plus the free bindings (concat, reshape) between units of the stage; it
+returns every unit's output.
+
+* one op or a sequential group: its bindings;
+* a merge stage: that module rewritten by the operator-merge emission of the schedule
+  passes (:func:`tvm_ios.passes.apply_schedule.apply_to_function` with a one-stage merge
+  schedule), so what is measured is exactly what the rewrite emits;
+* a concurrent stage: until the Rammer engine (one rProgram kernel per stage) exists, its
+  groups are emitted back to back and priced as they run on llvm, one after another.
+
+The workload key is the structural hash of ``main`` (names do not count) and the input and
+weight shapes; with the target and device key it identifies a measurement in the log.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from tvm import relax
+
+from .. import _tvm
+from ..graph.extract import Extraction, extract
+from ..passes.apply_schedule import apply_to_function
+from ..schedule.merge import merge_plan
+from ..schedule.schedule import Schedule, Stage
+
+__all__ = ["StageModule", "stage_module", "stage_description"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class StageModule:
+    """A stage ready to build: module, workload key, runtime inputs and a description.
+
+    ``inputs`` are ``(shape, dtype)`` of the activations ``main`` takes first; weights come
+    after them and are bound to random constants at build time (see :mod:`.measure`).
+    ``description`` is plain data about the stage's ops (the XGBoost model's features).
+    """
+
+    mod: object
+    key: str
+    inputs: list = field(default_factory=list)
+    description: dict = field(default_factory=dict)
+
+
+@_tvm.mutator
+class _Remapper(_tvm.PyExprMutator):
+    """Rewrites expressions with some variables replaced (the stage's new parameters)."""
+
+
+def _deps(expr, defined: dict) -> list:
+    """Variables of ``defined`` used by ``expr``."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, relax.Var) and node in defined and node not in found:
+            found.append(node)
+    relax.analysis.post_order_visit(expr, visit)
+    return found
+
+
+def _stage_bindings(ext: Extraction, groups: Sequence[Sequence[int]]) -> list:
+    """Bindings of the stage in emission order: units group by group, free ones as needed."""
+    bindings = list(ext.func.body.blocks[ext.block_index].bindings)
+    defined = {b.var: i for i, b in enumerate(bindings)}
+    owner = {i: u for u, unit in enumerate(ext.units) for i in unit}
+    stage_units = {u for group in groups for u in group}
+    inside: set[int] = {i for u in stage_units for i in ext.units[u]}
+    memo: dict[int, bool] = {}
+
+    def internal(index: int) -> bool:
+        """A free binding is part of the stage when it reads something computed in it."""
+        if index in inside:
+            return True
+        if index in owner:
+            return False
+        if index not in memo:
+            memo[index] = any(internal(defined[v]) for v in _deps(bindings[index].value, defined))
+        return memo[index]
+
+    order: list[int] = []
+
+    def emit(index: int) -> None:
+        if index in order:
+            return
+        for var in _deps(bindings[index].value, defined):
+            if internal(defined[var]):
+                emit(defined[var])
+        order.append(index)
+
+    for group in groups:
+        for unit in sorted(group):
+            for index in ext.units[unit]:
+                emit(index)
+    outputs = [bindings[ext.units[u][-1]].var for group in groups for u in sorted(group)]
+    return [bindings[i] for i in order], outputs
+
+
+def _build_function(ext: Extraction, bindings: list, outputs: list):
+    """The standalone module (``main``) of the stage, and its activation inputs."""
+    func = ext.func
+    num_input = len(func.params)
+    if func.attrs is not None and "num_input" in func.attrs:
+        num_input = int(func.attrs["num_input"])
+    weights_of_model = set(list(func.params)[num_input:])
+    defined = {b.var for b in bindings}
+    acts, weights, remapper = [], [], _Remapper()
+    seen: dict = {}
+
+    def visit(node):
+        if node in seen:
+            return
+        if _tvm.is_tensor_constant(node):
+            seen[node] = ("w", node)
+        elif isinstance(node, relax.Var) and node not in defined:
+            seen[node] = ("w" if node in weights_of_model else "a", node)
+    for binding in bindings:
+        relax.analysis.post_order_visit(binding.value, visit)
+    for kind, node in seen.values():
+        shape, dtype = _tvm.shape_of(node), _tvm.dtype_of(node)
+        if shape is None:
+            raise ValueError(f"stage input {node} has no static tensor shape")
+        (acts if kind == "a" else weights).append((node, shape, dtype))
+    params = [relax.Var(f"x{i}", relax.TensorType(s, d)) for i, (_, s, d) in enumerate(acts)]
+    params += [relax.Var(f"w{i}", relax.TensorType(s, d)) for i, (_, s, d) in enumerate(weights)]
+    builder = relax.BlockBuilder()
+    with builder.function("main", params, attrs={"num_input": len(acts)}):
+        with builder.dataflow():
+            for (old, _, _), new in zip(acts + weights, params):
+                if isinstance(old, relax.Var):
+                    remapper.set_var_remap(old, new)
+            value = _emit_bindings(builder, remapper, bindings, acts + weights, params)
+            out = builder.emit_output(relax.Tuple([value[v] for v in outputs]))
+        builder.emit_func_output(out)
+    return builder.get(), [(s, d) for _, s, d in acts]
+
+
+def _emit_bindings(builder, remapper, bindings, inputs, params) -> dict:
+    constants = {old: new for (old, _, _), new in zip(inputs, params)
+                 if _tvm.is_tensor_constant(old)}
+    emitted = {}
+    for binding in bindings:
+        value = binding.value
+        if constants:
+            value = _replace_constants(value, constants)
+        new_var = builder.emit(remapper.visit_expr(value), _tvm.var_name(binding.var))
+        remapper.set_var_remap(binding.var, new_var)
+        emitted[binding.var] = new_var
+    return emitted
+
+
+def _replace_constants(expr, constants: dict):
+    """``expr`` with lifted constants replaced by their parameters (calls one level deep)."""
+    if isinstance(expr, relax.Call):
+        args = [constants.get(a, a) if _tvm.is_tensor_constant(a) else a for a in expr.args]
+        return relax.Call(expr.op, args, expr.attrs, expr.ty_args)
+    return expr
+
+
+def stage_description(graph, groups: Sequence[Sequence[int]], merge: bool) -> dict:
+    """Plain-data description of a stage's ops (kind, FLOPs, bytes, shape, conv attrs)."""
+    keys = ("kernel", "channels", "in_channels", "strides", "groups")
+    return {"strategy": "merge" if merge else "concurrent",
+            "groups": [[{"kind": graph.nodes[i].kind, "flops": int(graph.nodes[i].flops),
+                         "bytes": int(graph.nodes[i].bytes),
+                         "shape": list(graph.nodes[i].shape),
+                         **{k: graph.nodes[i].attrs[k] for k in keys
+                            if k in graph.nodes[i].attrs}}
+                        for i in sorted(group)] for group in groups]}
+
+
+def stage_module(ext: Extraction, groups: Sequence[Sequence[int]],
+                 merge: bool = False) -> StageModule:
+    """Build the standalone module of a stage of ``ext.graph``.
+
+    Parameters
+    ----------
+    ext : Extraction
+        The model's function and its op graph.
+    groups : sequence of sequences of int
+        Node ids of ``ext.graph``, one list per group (a merge stage: one op per group).
+    merge : bool
+        Emit the stage as one merged operator (the ops must pass :func:`merge_plan`).
+    """
+    ids = sorted(i for group in groups for i in group)
+    if merge and merge_plan(ext.graph, ids) is None:
+        raise ValueError(f"stage {ext.graph.names_of(ids)} cannot be merged")
+    bindings, outputs = _stage_bindings(ext, groups)
+    mod, inputs = _build_function(ext, bindings, outputs)
+    if merge:
+        mod = _merged(mod)
+    key = workload_key(mod, inputs)
+    return StageModule(mod, key, inputs, stage_description(ext.graph, groups, merge))
+
+
+def _merged(mod):
+    """Rewrite the stage module's units into one merged operator."""
+    inner = extract(mod["main"], name="main")
+    names = [[node.name] for node in inner.graph.nodes]
+    stage = Schedule([Stage(names, "merge")])
+    return apply_to_function(mod, "main", inner, stage).without_attr("tvm_ios.schedules")
+
+
+def workload_key(mod, inputs: Sequence) -> str:
+    """Structural hash of ``mod['main']`` plus a digest of its parameter shapes."""
+    shapes = [(_tvm.shape_of(p), _tvm.dtype_of(p)) for p in mod["main"].params]
+    digest = hashlib.sha1(repr(shapes).encode()).hexdigest()[:8]
+    return f"{_tvm.structural_hash(mod['main']) & (2 ** 64 - 1):016x}-{digest}"
