@@ -11,10 +11,16 @@ from tvm_ios.runtime.compare import compare_modules
 
 # Reduced input sizes: the structure (what IOS schedules) is the published one.
 TEST_SIZES = {"inception_v3": 75, "squeezenet": 32, "nasnet_a": 32, "randwire": 32,
-              "resnext29": 8, "resnet50": 32, "mobilenet_v2": 32}
-# Models with convolutions of one input, stride and output size, i.e. merge candidates
-# (NASNet and RandWire read shared inputs with separable convs, which IOS cannot merge).
-MERGEABLE = {"inception_v3", "squeezenet", "resnet50", "resnext29"}
+              "resnext29": 8, "resnet50": 32, "mobilenet_v2": 32, "yolov3": 32,
+              "synthnet": 63}
+# Models with convolutions of one input, stride, epilogue and output size: merge candidates.
+# NASNet and RandWire share inputs only between separable convs (IOS cannot merge those);
+# ResNet's and ResNeXt's shortcut conv has no ReLU, unlike the block's first conv.
+MERGEABLE = {"inception_v3", "squeezenet"}
+
+
+def test_every_zoo_model_is_checked():
+    assert set(TEST_SIZES) == set(models.names())
 
 
 @pytest.mark.parametrize("name", sorted(TEST_SIZES))

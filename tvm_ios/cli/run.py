@@ -18,6 +18,11 @@ def add_parser(subparsers) -> None:
                         help="apply this schedule JSON instead of searching one")
     parser.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random input")
+    parser.add_argument("--engine", choices=("stages", "rprogram"), default="stages",
+                        help="stages: IOS stages run one kernel at a time; rprogram: each "
+                             "multi-group stage (or wavefront rProgram) as one kernel")
+    parser.add_argument("--policy", choices=("ios", "wavefront"), default="ios",
+                        help="rProgram policy with --engine rprogram (default ios)")
     parser.set_defaults(handler=run)
 
 
@@ -26,11 +31,27 @@ def scheduled_module(args, mod):
     from ..passes.apply_schedule import ApplySchedule  # noqa: PLC0415
     from ..passes.ios_pass import IOSPass  # noqa: PLC0415
 
+    if getattr(args, "engine", "stages") == "rprogram":
+        return rprogram_module(args, mod)
     if args.schedule:
         return ApplySchedule(args.schedule, fallback=True)(mod)
     return IOSPass(make_cost_model(args), max_group_size=args.max_group_size,
                    max_num_groups=args.max_num_groups, strategy=args.strategy,
                    **block_options(args))(mod)
+
+
+def rprogram_module(args, mod):
+    """``mod`` with rProgram kernels (the CPU vDevice; llvm only for now)."""
+    from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
+
+    if not str(args.target).startswith("llvm"):
+        raise SystemExit(f"--engine rprogram runs on llvm (the CPU vDevice); target "
+                         f"{args.target!r} is not supported by this engine yet")
+    rewrite = RProgramPass(args.policy, cost_model=make_cost_model(args))
+    rewritten = rewrite(mod)
+    for program in rewrite.programs:
+        print(program)
+    return rewritten
 
 
 def run(args) -> int:

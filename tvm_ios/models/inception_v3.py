@@ -94,24 +94,9 @@ def _inception_e(net: Net, x: Node) -> Node:
 
 def build(batch_size: int = 1, image_size: int | None = None,
           num_classes: int = NUM_CLASSES) -> Net:
-    """Inception V3 definition.
-
-    Parameters
-    ----------
-    batch_size : int
-        Batch size of the input.
-    image_size : int, optional
-        Square input size; default 299, at least 75.
-    num_classes : int
-        Classifier outputs.
-
-    Returns
-    -------
-    Net
-    """
+    """Inception V3 definition. Arguments as for :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
-    net = Net("inception_v3", meta={"num_classes": num_classes})
-    x = net.input((batch_size, 3, size, size))
+    net, x = Net.image_model("inception_v3", batch_size, size, num_classes)
     x = _conv(net, x, 32, 3, "conv2d_1a_3x3", stride=2)
     x = _conv(net, x, 32, 3, "conv2d_2a_3x3")
     x = _conv(net, x, 64, 3, "conv2d_2b_3x3", padding=1)
@@ -132,6 +117,5 @@ def build(batch_size: int = 1, image_size: int | None = None,
     for name in ("mixed_7b", "mixed_7c"):
         with net.scope(name):
             x = _inception_e(net, x)
-    x = net.flatten(net.global_avg_pool(x, name="avgpool"), name="flatten")
-    net.output(net.linear(x, num_classes, name="fc"))
+    net.classifier_head(x, num_classes, name="fc")
     return net

@@ -157,6 +157,13 @@ class LayerBuilder:
         """Reshape (N, C, H, W) to (N, C*H*W)."""
         return self.add_node("flatten", [x], name=name)
 
+    def classifier_head(self, x: "Node", num_classes: int, name: str = "fc") -> "Node":
+        """Global average pool, flatten and a linear layer named ``name``, as the output."""
+        x = self.flatten(self.global_avg_pool(x, name="avgpool"), name="flatten")
+        out = self.linear(x, num_classes, name=name)
+        self.output(out)
+        return out
+
     def linear(self, x: "Node", out: int, name: str | None = None) -> "Node":
         """Fully connected layer with bias on a (N, features) input."""
         if len(x.shape) != 2:

@@ -62,24 +62,9 @@ def inverted_residual(net: Net, x: Node, out_ch: int, stride: int, expand: int) 
 
 def build(batch_size: int = 1, image_size: int | None = None,
           num_classes: int = NUM_CLASSES) -> Net:
-    """MobileNetV2 definition.
-
-    Parameters
-    ----------
-    batch_size : int
-        Batch size of the input.
-    image_size : int, optional
-        Square input size; default 224.
-    num_classes : int
-        Classifier outputs.
-
-    Returns
-    -------
-    Net
-    """
+    """MobileNetV2 definition. Arguments as for :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
-    net = Net("mobilenet_v2", meta={"num_classes": num_classes})
-    x = net.input((batch_size, 3, size, size))
+    net, x = Net.image_model("mobilenet_v2", batch_size, size, num_classes)
     x = net.conv(x, 32, 3, stride=2, act="relu6", name="conv_stem")
     block = 0
     for expand, out_ch, repeats, stride in _SETTINGS:
@@ -88,6 +73,5 @@ def build(batch_size: int = 1, image_size: int | None = None,
             with net.scope(f"block{block}"):
                 x = inverted_residual(net, x, out_ch, stride if i == 0 else 1, expand)
     x = net.conv(x, 1280, 1, act="relu6", name="conv_head")
-    x = net.flatten(net.global_avg_pool(x, name="avgpool"), name="flatten")
-    net.output(net.linear(x, num_classes, name="classifier"))
+    net.classifier_head(x, num_classes, name="classifier")
     return net

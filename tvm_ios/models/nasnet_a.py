@@ -99,27 +99,10 @@ def _normal(net: Net, left: Node, right: Node, ch_left: int, ch_right: int) -> N
 
 def build(batch_size: int = 1, image_size: int | None = None, num_classes: int = NUM_CLASSES,
           stem_filters: int = 96, penultimate_filters: int = 4032) -> Net:
-    """NASNet-A Large definition (``N @ penultimate_filters`` with N = 6).
-
-    Parameters
-    ----------
-    batch_size : int
-        Batch size of the input.
-    image_size : int, optional
-        Square input size; default 331, at least 17.
-    num_classes : int
-        Classifier outputs.
-    stem_filters, penultimate_filters : int
-        Width of the stem conv and of the last cell's output (24 x the cell filters).
-
-    Returns
-    -------
-    Net
-    """
+    """NASNet-A Large definition (``N @ penultimate_filters`` with N = 6). Arguments as for :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
     f = penultimate_filters // 24
-    net = Net("nasnet_a", meta={"num_classes": num_classes})
-    x = net.input((batch_size, 3, size, size))
+    net, x = Net.image_model("nasnet_a", batch_size, size, num_classes)
     conv0 = net.conv(x, stem_filters, 3, stride=2, padding=0, name="conv0")
     with net.scope("cell_stem_0"):
         x1 = _relu_conv(net, conv0, f // 4, "conv_1x1")
@@ -148,6 +131,5 @@ def build(batch_size: int = 1, image_size: int | None = None, num_classes: int =
             outputs.append(cur)
             cell += 1
     x = net.relu(cur, name="relu")
-    x = net.flatten(net.global_avg_pool(x, name="avgpool"), name="flatten")
-    net.output(net.linear(x, num_classes, name="last_linear"))
+    net.classifier_head(x, num_classes, name="last_linear")
     return net

@@ -86,6 +86,16 @@ class Net(LayerBuilder):
     (1, 16)
     """
 
+    @classmethod
+    def image_model(cls, name: str, batch_size: int, image_size: int, num_classes: int,
+                    **meta) -> tuple["Net", Node]:
+        """The start of every zoo model: a Net with a (batch, 3, size, size) image input.
+
+        Returns the Net and its input node; ``meta`` is stored with ``num_classes``.
+        """
+        net = cls(name, meta={"num_classes": num_classes, **meta})
+        return net, net.input((batch_size, 3, image_size, image_size))
+
     def __init__(self, name: str, meta: dict | None = None):
         self.name = name
         self.meta = dict(meta or {})

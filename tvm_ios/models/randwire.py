@@ -115,31 +115,13 @@ def _stage(net: Net, x: Node, n: int, channels: int, seed: int) -> Node:
 
 def build(batch_size: int = 1, image_size: int | None = None, num_classes: int = NUM_CLASSES,
           channels: int = CHANNELS) -> Net:
-    """RandWire-WS regular-regime definition.
-
-    Parameters
-    ----------
-    batch_size : int
-        Batch size of the input.
-    image_size : int, optional
-        Square input size; default 224.
-    num_classes : int
-        Classifier outputs.
-    channels : int
-        C, the width of the first random stage.
-
-    Returns
-    -------
-    Net
-    """
+    """RandWire-WS regular-regime definition. Arguments as for :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
-    net = Net("randwire", meta={"num_classes": num_classes})
-    x = net.input((batch_size, 3, size, size))
+    net, x = Net.image_model("randwire", batch_size, size, num_classes)
     x = net.conv(x, channels // 2, 3, stride=2, name="conv1")
     for stage, ((n, mult), seed) in enumerate(zip(STAGES, GRAPH_SEEDS), start=2):
         with net.scope(f"conv{stage}"):
             x = _stage(net, x, n, mult * channels, seed)
     x = net.conv(net.relu(x, name="relu"), 1280, 1, relu=True, name="conv_head")
-    x = net.flatten(net.global_avg_pool(x, name="avgpool"), name="flatten")
-    net.output(net.linear(x, num_classes, name="fc"))
+    net.classifier_head(x, num_classes, name="fc")
     return net

@@ -62,30 +62,14 @@ def bottleneck(net: Net, x: Node, width: int, out_ch: int, stride: int, groups: 
 
 def build(batch_size: int = 1, image_size: int | None = None,
           num_classes: int = NUM_CLASSES) -> Net:
-    """ResNet-50 definition.
-
-    Parameters
-    ----------
-    batch_size : int
-        Batch size of the input.
-    image_size : int, optional
-        Square input size; default 224.
-    num_classes : int
-        Classifier outputs.
-
-    Returns
-    -------
-    Net
-    """
+    """ResNet-50 definition. Arguments as for :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
-    net = Net("resnet50", meta={"num_classes": num_classes})
-    x = net.input((batch_size, 3, size, size))
+    net, x = Net.image_model("resnet50", batch_size, size, num_classes)
     x = net.conv(x, 64, 7, stride=2, padding=3, relu=True, name="conv1")
     x = net.max_pool(x, 3, 2, padding=1, name="maxpool")
     for stage, (width, blocks, stride) in enumerate(_STAGES, start=1):
         for block in range(blocks):
             with net.scope(f"layer{stage}_{block}"):
                 x = bottleneck(net, x, width, width * 4, stride if block == 0 else 1)
-    x = net.flatten(net.global_avg_pool(x, name="avgpool"), name="flatten")
-    net.output(net.linear(x, num_classes, name="fc"))
+    net.classifier_head(x, num_classes, name="fc")
     return net

@@ -34,24 +34,9 @@ _BLOCKS = 3
 
 def build(batch_size: int = 1, image_size: int | None = None,
           num_classes: int = NUM_CLASSES) -> Net:
-    """ResNeXt-29 16x64d definition.
-
-    Parameters
-    ----------
-    batch_size : int
-        Batch size of the input.
-    image_size : int, optional
-        Square input size; default 32 (CIFAR).
-    num_classes : int
-        Classifier outputs; default 10.
-
-    Returns
-    -------
-    Net
-    """
+    """ResNeXt-29 16x64d definition. Arguments as for :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
-    net = Net("resnext29", meta={"num_classes": num_classes})
-    x = net.input((batch_size, 3, size, size))
+    net, x = Net.image_model("resnext29", batch_size, size, num_classes)
     x = net.conv(x, 64, 3, padding=1, relu=True, name="conv1")
     for stage, (out_ch, stride) in enumerate(_STAGES, start=1):
         # width per group doubles with the output channels: 64, 128, 256 -> 1024 ... 4096
@@ -60,6 +45,5 @@ def build(batch_size: int = 1, image_size: int | None = None,
             with net.scope(f"stage{stage}_{block}"):
                 x = bottleneck(net, x, width, out_ch, stride if block == 0 else 1,
                                groups=CARDINALITY)
-    x = net.flatten(net.global_avg_pool(x, name="avgpool"), name="flatten")
-    net.output(net.linear(x, num_classes, name="fc"))
+    net.classifier_head(x, num_classes, name="fc")
     return net

@@ -65,24 +65,9 @@ def fire(net: Net, x: Node, squeeze: int, expand1x1: int, expand3x3: int) -> Nod
 
 def build(batch_size: int = 1, image_size: int | None = None,
           num_classes: int = NUM_CLASSES) -> Net:
-    """SqueezeNet 1.1 definition.
-
-    Parameters
-    ----------
-    batch_size : int
-        Batch size of the input.
-    image_size : int, optional
-        Square input size; default 224, at least 17.
-    num_classes : int
-        Classifier outputs.
-
-    Returns
-    -------
-    Net
-    """
+    """SqueezeNet 1.1 definition. Arguments as for :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
-    net = Net("squeezenet", meta={"num_classes": num_classes})
-    x = net.input((batch_size, 3, size, size))
+    net, x = Net.image_model("squeezenet", batch_size, size, num_classes)
     x = net.conv(x, 64, 3, stride=2, padding=0, relu=True, name="conv1")
     pools = 0
     for name, squeeze, e1, e3 in _LAYOUT:

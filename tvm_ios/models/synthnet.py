@@ -31,24 +31,9 @@ _ALEXNET = ((64, 11), (192, 5), (384, 3), (256, 3), (256, 3))
 
 def build(batch_size: int = 1, image_size: int | None = None,
           num_classes: int = NUM_CLASSES) -> Net:
-    """SynthNet definition (18 convolutions, two max pools, a classifier).
-
-    Parameters
-    ----------
-    batch_size : int
-        Batch size of the input.
-    image_size : int, optional
-        Square input size; default 224.
-    num_classes : int
-        Classifier outputs.
-
-    Returns
-    -------
-    Net
-    """
+    """SynthNet definition (18 convolutions, two max pools, a classifier). Arguments as for :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
-    net = Net("synthnet", meta={"num_classes": num_classes, "conv_layers": NUM_CONVS})
-    x = net.input((batch_size, 3, size, size))
+    net, x = Net.image_model("synthnet", batch_size, size, num_classes, conv_layers=NUM_CONVS)
     x = net.conv(x, 64, 11, stride=4, padding=2, relu=True, name="conv1")
     x = net.max_pool(x, 3, 2, name="pool1")
     x = net.conv(x, 192, 5, padding=2, relu=True, name="conv2")
@@ -56,6 +41,5 @@ def build(batch_size: int = 1, image_size: int | None = None,
     for i in range(2, NUM_CONVS):
         channels, kernel = _ALEXNET[i % len(_ALEXNET)]
         x = net.conv(x, channels, kernel, relu=True, name=f"conv{i + 1}")
-    x = net.flatten(net.global_avg_pool(x, name="avgpool"), name="flatten")
-    net.output(net.linear(x, num_classes, name="fc"))
+    net.classifier_head(x, num_classes, name="fc")
     return net

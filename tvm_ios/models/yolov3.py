@@ -30,24 +30,9 @@ _STAGES = ((64, 1), (128, 2), (256, 8), (512, 8), (1024, 4))
 
 def build(batch_size: int = 1, image_size: int | None = None,
           num_classes: int = NUM_CLASSES) -> Net:
-    """The 52-convolution Darknet-53 backbone of YOLOv3.
-
-    Parameters
-    ----------
-    batch_size : int
-        Batch size of the input.
-    image_size : int, optional
-        Square input size; default 416.
-    num_classes : int
-        Classifier outputs.
-
-    Returns
-    -------
-    Net
-    """
+    """The 52-convolution Darknet-53 backbone of YOLOv3. Arguments as for :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
-    net = Net("yolov3", meta={"num_classes": num_classes, "conv_layers": 52})
-    x = net.input((batch_size, 3, size, size))
+    net, x = Net.image_model("yolov3", batch_size, size, num_classes, conv_layers=52)
     x = net.conv(x, 32, 3, relu=True, name="conv0")
     for stage, (channels, blocks) in enumerate(_STAGES, start=1):
         with net.scope(f"stage{stage}"):
@@ -57,6 +42,5 @@ def build(batch_size: int = 1, image_size: int | None = None,
                     y = net.conv(x, channels // 2, 1, relu=True, name="conv1")
                     y = net.conv(y, channels, 3, relu=True, name="conv2")
                     x = net.add([x, y], name="add")
-    x = net.flatten(net.global_avg_pool(x, name="avgpool"), name="flatten")
-    net.output(net.linear(x, num_classes, name="fc"))
+    net.classifier_head(x, num_classes, name="fc")
     return net

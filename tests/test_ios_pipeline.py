@@ -1,4 +1,4 @@
-"""The "ios" Relax pipeline is registered on `import tvm` and builds runnable code."""
+"""tvm_ios.pipeline: the "ios" Relax pipeline is registered on `import tvm` and builds runnable code."""
 import numpy as np
 import tvm
 from tvm import relax

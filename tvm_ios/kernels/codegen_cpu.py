@@ -1,0 +1,149 @@
+"""The CPU vDevice backend: one rProgram as one TIR PrimFunc for ``llvm``.
+
+Each vEU is one iteration of a parallel loop, i.e. one worker of TVM's thread pool (an
+iteration per worker as long as there are no more vEUs than workers, which the caller and
+the kernel's prologue check). A vEU runs its rTasks in order: a compute rTask is the
+inlined body of TVM's own kernel(s) of the op; a barrier-rTask polls the step array.
+
+The step array lives in the kernel's workspace and is zeroed in the kernel's prologue, so
+no host reset is needed between runs. A vEU signals ``step[v] = k + 1`` after entry ``k``
+with a full fence before a volatile store (release); a waiter spins on a volatile load with
+a pause hint and fences after it (acquire). The fences are ``mfence`` on x86-64 (the only
+CPU this backend emits code for; others are refused with a clear error).
+"""
+from __future__ import annotations
+
+import logging
+import platform
+
+import tvm
+from tvm import s_tir, tirx
+
+from .rprogram import RProgram
+from .tvm_kernels import inline_body, tensor_buffer
+
+__all__ = ["build_cpu_primfunc", "CPUBackendError"]
+
+logger = logging.getLogger(__name__)
+
+FENCE = "llvm.x86.sse2.mfence"
+PAUSE = "llvm.x86.sse2.pause"
+
+
+class CPUBackendError(ValueError):
+    """The CPU vDevice backend cannot emit this rProgram here."""
+
+
+def _i32(value: int):
+    return tirx.IntImm("int32", int(value))
+
+
+def _seq(stmts: list):
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def _intrin(name: str):
+    return tirx.Evaluate(tirx.call_llvm_intrin("void", name))
+
+
+class _Barriers:
+    """Step-array signalling with release/acquire ordering built from fences."""
+
+    def __init__(self, num_veus: int):
+        self.steps = tirx.decl_buffer((num_veus,), "int32", "rprogram_steps")
+
+    def _volatile(self, stmt):
+        return tirx.AttrStmt(self.steps.data, "volatile_scope", _i32(1), stmt)
+
+    def signal(self, veu: int, value: int):
+        store = tirx.BufferStore(self.steps, _i32(value), [_i32(veu)])
+        return tirx.SeqStmt([_intrin(FENCE), self._volatile(store)])
+
+    def wait(self, veu: int, value: int):
+        load = tirx.BufferLoad(self.steps, [_i32(veu)])
+        spin = tirx.While(load < _i32(value), _intrin(PAUSE))
+        return tirx.SeqStmt([self._volatile(spin), _intrin(FENCE)])
+
+    def reset(self, num_veus: int):
+        k = tirx.Var("k", "int32")
+        store = tirx.BufferStore(self.steps, _i32(0), [k])
+        return tirx.For(k, _i32(0), _i32(num_veus), tirx.ForKind.SERIAL, store)
+
+
+def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
+                       inputs: list, outputs: list) -> tirx.PrimFunc:
+    """The PrimFunc running ``program`` on the CPU thread pool.
+
+    Parameters
+    ----------
+    program : RProgram
+        The plan; compute rTasks of CPU rKernels (one rTask per op).
+    steps_of : dict
+        Op name -> list of :class:`~tvm_ios.kernels.tvm_kernels.KernelStep`.
+    tensors : dict
+        Tensor key (Relax Var or Constant) -> ``(name, shape, dtype)``.
+    inputs, outputs : list
+        Tensor keys of the parameters, in call_tir order (inputs then outputs).
+    """
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        raise CPUBackendError(f"the CPU vDevice emits x86-64 fences; this machine is "
+                              f"{platform.machine()}")
+    buffers = {key: tensor_buffer(shape, dtype, name)
+               for key, (name, shape, dtype) in tensors.items()}
+    params = [buffers[k] for k in list(inputs) + list(outputs)]
+    scratch = [b for k, b in buffers.items() if all(not k.same_as(p) for p in
+                                                    list(inputs) + list(outputs))]
+    barriers = _Barriers(program.num_veus)
+    awaited = {(u, s) for tasks in program.prog for t in tasks for u, s in t.waits}
+    veu = tirx.Var("veu", "int32")
+    branches = []
+    for v, tasks in enumerate(program.prog):
+        body = _veu_body(v, tasks, steps_of, buffers, barriers, awaited)
+        if body:
+            branches.append(tirx.IfThenElse(veu == _i32(v), _seq(body), None))
+    loop = tirx.For(veu, _i32(0), _i32(program.num_veus), tirx.ForKind.PARALLEL,
+                    _seq(branches))
+    root = s_tir.SBlock([], [], [], "root",
+                        tirx.SeqStmt([_pool_guard(program), barriers.reset(program.num_veus),
+                                      loop]),
+                        alloc_buffers=[barriers.steps] + scratch)
+    func = tirx.PrimFunc(params, s_tir.SBlockRealize([], True, root))
+    return func.with_attr("tirx.noalias", True).with_attr("tvm_ios.rprogram", program.name)
+
+
+def _pool_guard(program: RProgram):
+    """Refuse to run, with the numbers, when the thread pool has fewer workers than vEUs.
+
+    With fewer workers, one worker would run several vEUs in turn and a barrier could wait
+    for a vEU that never starts.
+    """
+    workers = tirx.call_packed("runtime.NumThreads")
+    message = (f"rProgram {program.name} needs {program.num_veus} resident vEUs (TVM "
+               "thread-pool workers); set TVM_NUM_THREADS to at least that")
+    if program.num_veus == 1:
+        return tirx.Evaluate(_i32(0))
+    return tirx.AssertStmt(workers >= _i32(program.num_veus),  # (condition, kind, parts)
+                           tvm.ir.expr.StringImm("RuntimeError"),
+                           [tvm.ir.expr.StringImm(message)])
+
+
+def _veu_body(v, tasks, steps_of, buffers, barriers, awaited) -> list:
+    body = []
+    for k, task in enumerate(tasks):
+        if task.kind == "barrier":
+            body.extend(barriers.wait(u, s) for u, s in task.waits)
+        else:
+            for step in steps_of[task.op]:
+                args = [buffers[_key(buffers, a)] for a in list(step.inputs) + [step.output]]
+                body.append(inline_body(step.func, args))
+        if (v, k + 1) in awaited:
+            body.append(barriers.signal(v, k + 1))
+    return body
+
+
+def _key(buffers: dict, expr):
+    for key in buffers:
+        if key.same_as(expr):
+            return key
+    raise CPUBackendError(f"rTask reads a tensor the rProgram function does not hold: "
+                          f"{expr}")

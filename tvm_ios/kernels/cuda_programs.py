@@ -1,0 +1,134 @@
+"""Plan and generate the CUDA rProgram kernels of a Relax model (no GPU needed).
+
+Every op (and glue op) is lowered by TVM and scheduled for the GPU by dlight
+(:func:`~tvm_ios.kernels.gpu_roperator.gpu_roperator`); its grid, block and shared memory
+make its rKernel. An op TVM cannot schedule for the GPU, or whose kernel cannot become an
+rTask, keeps its own kernel with a warning. A policy plans rPrograms on the target's
+vDevice; each becomes one persistent kernel (:mod:`tvm_ios.kernels.codegen_cuda`) whose
+CUDA source and summary are returned. rTask times are analytical estimates: nothing here is
+measured on a GPU.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+from tvm import relax
+
+from .. import _tvm
+from ..cost.devices import get_device
+from ..graph.extract import extract
+from .codegen_cuda import build_cuda_primfunc, cuda_source, register_budget
+from .gpu_roperator import gpu_roperator
+from .regions import augment, plan_regions
+from .roperator import RKernel, ROperator
+from .tvm_kernels import UnsupportedKernel, lower_bindings
+from .vdevice import target_vdevice
+
+__all__ = ["CudaProgram", "cuda_rprograms"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CudaProgram:
+    """One generated rProgram kernel: the plan, its CUDA source and a summary."""
+
+    program: object
+    source: str
+    summary: dict = field(default_factory=dict)
+
+
+def _task_us(node, num_tasks: int, device) -> float:
+    per_sm = device.peak_gflops * 1e3 / device.units
+    return max(node.flops / num_tasks / per_sm,
+               node.bytes / num_tasks / (device.bandwidth_gbs * 1e3 / device.units)) + 0.3
+
+
+def _gpu_ops(graph, members, bindings, target, device) -> tuple[dict, dict]:
+    """GPU rOperators of every node; nodes without one are marked unschedulable."""
+    gpu, rops = {}, {}
+    for node in graph.nodes:
+        unit = [bindings[i] for i in members[node.name]]
+        try:
+            steps = lower_bindings(unit, unit[-1].var)
+            if len(steps) != 1:
+                raise UnsupportedKernel(f"lowers to {len(steps)} kernels")
+            gpu[node.name] = (gpu_roperator(node.name, steps[0], target), steps[0])
+        except (UnsupportedKernel, ValueError, RuntimeError) as err:
+            if node.schedulable:
+                logger.warning("op %s keeps its own kernel: %s", node.name, err)
+            node.schedulable = False
+            continue
+        rop = gpu[node.name][0]
+        kernel = rop.rkernel(_task_us(node, rop.num_tasks, device))
+        rops[node.name] = ROperator(node.name, [kernel])
+    for node in graph.nodes:
+        rops.setdefault(node.name, ROperator(node.name, [_placeholder(node)]))
+    return gpu, rops
+
+
+def _placeholder(node):
+    """rKernel of an op that keeps its own kernel (never part of a generated program)."""
+    return RKernel("own-kernel", 1, 32, 1.0)
+
+
+def cuda_rprograms(mod, target, policy: str = "ios", schedule=None, func_name: str = "main",
+                   num_veus: int | None = None) -> list[CudaProgram]:
+    """CUDA kernels of the rPrograms of ``mod[func_name]`` for ``target``.
+
+    Parameters
+    ----------
+    mod : IRModule
+        The model (weights bound as constants or not).
+    target : str, dict or Target
+        A CUDA target, e.g. ``"nvidia/nvidia-h100"`` (sm_90a) or ``{"kind": "cuda",
+        "arch": "sm_80"}``.
+    policy : {"ios", "wavefront"}
+        rProgram policy; ``schedule`` (of the extracted graph) is required for ``"ios"``.
+    """
+    target = _tvm.make_target(target)
+    vdevice = target_vdevice(target)
+    device = get_device("a100" if vdevice.name == "a100" else "h100")
+    ext = extract(mod[func_name], name=func_name)
+    graph, members = augment(ext)
+    bindings = list(ext.func.body.blocks[ext.block_index].bindings)
+    gpu, rops = _gpu_ops(graph, members, bindings, target, device)
+    _, items = plan_regions(ext.graph, graph, rops, vdevice, policy, schedule, func_name)
+    out = []
+    for item in items:
+        if item[0] != "region":
+            continue
+        out.append(_generate(item[2], item[1], gpu, vdevice, target))
+    return out
+
+
+def _generate(program, ops, gpu, vdevice, target) -> CudaProgram:
+    tensors, args_of, outs = {}, {}, []
+    for op in ops:
+        _, step = gpu[op]
+        args_of[op] = list(step.inputs) + [step.output]
+        outs.append(step.output)
+        for key in args_of[op]:
+            if not any(key.same_as(t) for t in tensors):
+                name = _tvm.var_name(key) if isinstance(key, relax.Var) else "w"
+                tensors[key] = (f"{name}_{len(tensors)}", _tvm.shape_of(key),
+                                _tvm.dtype_of(key))
+    inputs = [k for k in tensors if not any(k.same_as(o) for o in outs)]
+    rops = {op: gpu[op][0] for op in ops}
+    func, tables = build_cuda_primfunc(program, rops, tensors, inputs, outs, vdevice, args_of)
+    source, _ = cuda_source(func, target)
+    threads = max(r.threads for r in rops.values())
+    summary = {"name": program.name, "vdevice": vdevice.name, "arch": str(target.attrs.get(
+        "arch", "")), "veus": program.num_veus, "threads_per_veu": threads,
+        "rtasks": program.num_tasks, "barriers": program.num_barriers,
+        "dynamic_shared_bytes": max(r.smem_bytes for r in rops.values()),
+        "ops": list(ops), "table_words": sum(len(v) for v in tables.values()),
+        "named_barrier_ops": sorted(op for op, r in rops.items() if r.threads < threads),
+        "rtask_times": "analytical estimates (no GPU measurement)",
+        "max_resident_veus": vdevice.max_veus(threads, 32, max(r.smem_bytes
+                                                                for r in rops.values())),
+        "largest_grid": max(math.prod(r.grid) for r in rops.values()),
+        "max_registers_per_thread": register_budget(vdevice, program.num_veus, threads)}
+    return CudaProgram(program, source, summary)
