@@ -13,7 +13,7 @@ import sys
 __all__ = ["main", "COMMANDS"]
 
 #: Subcommand modules under ``tvm_ios.cli``, in the order ``--help`` lists them.
-COMMANDS = ("schedule", "run", "stats", "tune", "codegen", "pipeline")
+COMMANDS = ("schedule", "run", "stats", "tune", "codegen", "pipeline", "graphturbo")
 
 
 def build_parser() -> argparse.ArgumentParser:
