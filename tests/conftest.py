@@ -60,13 +60,3 @@ def inception_like():
             gv = bb.emit_output(e)
         bb.emit_func_output(gv)
     return bb.get()
-
-
-class MergeFriendly:
-    """Merging is cheap, everything else costs per op: forces merges where legal."""
-
-    def stage_latency(self, graph, groups):
-        return 10.0 * sum(len(g) for g in groups)
-
-    def merged_latency(self, graph, ops):
-        return 1.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import relax
 
-__all__ = ["dag_model"]
+__all__ = ["dag_model", "MergeFriendly"]
 
 
 def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
@@ -42,3 +42,14 @@ def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
             gv = bb.emit_output(res)
         bb.emit_func_output(gv)
     return bb.get(), params
+
+
+class MergeFriendly:
+    """A cost model under which merging is cheap and every op costs the same: it makes IOS
+    merge wherever merging is legal, so tests exercise the merge rewrite."""
+
+    def stage_latency(self, graph, groups):
+        return 10.0 * sum(len(g) for g in groups)
+
+    def merged_latency(self, graph, ops):
+        return 1.0

@@ -2,12 +2,12 @@
 import pytest
 import tvm
 
-from conftest import MergeFriendly
 from tvm_ios import models
 from tvm_ios.graph.opgraph import OpGraph
 from tvm_ios.passes.apply_schedule import schedule_of
 from tvm_ios.passes.ios_pass import IOSPass
 from tvm_ios.runtime.compare import compare_modules
+from tvm_ios.testing import MergeFriendly
 
 # Reduced input sizes: the structure (what IOS schedules) is the published one.
 TEST_SIZES = {"inception_v3": 75, "squeezenet": 32, "nasnet_a": 32, "randwire": 32,
