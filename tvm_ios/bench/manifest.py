@@ -10,7 +10,6 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "MANIFEST_NAME", "Manifest", "ManifestError",
            "ArtifactMismatch", "sha256_file", "sha256_bytes", "arch_number", "check_compatible",

@@ -10,9 +10,7 @@ measured cells is written beside the page.
 """
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
 import logging
 import sys
 from pathlib import Path
@@ -157,20 +155,9 @@ def bar_chart(figures: dict, path: str | Path) -> Path | None:
 
 def main(argv=None) -> int:
     """Command line: render the page from result files (missing files are an error)."""
-    parser = argparse.ArgumentParser(prog="python -m tvm_ios.bench.table")
-    parser.add_argument("results", nargs="*", help="JSON result lists (bench-run, torch)")
-    parser.add_argument("-o", "--output", default="docs/benchmarks.md")
-    args = parser.parse_args(argv)
-    rows = []
-    for path in args.results:
-        rows.extend(json.loads(Path(path).read_text()))
-    figures, meta = collect(rows)
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    chart = bar_chart(figures, out.with_suffix(".png"))
-    out.write_text(render(figures, meta, chart=chart.name if chart else None))
-    print(f"wrote {out}" + (f" and {chart}" if chart else " (nothing measured: no chart)"))
-    return 0
+    from ..cli.bench_table import main as cli_main  # noqa: PLC0415
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":
