@@ -14,6 +14,8 @@ import tvm
 from tvm import relax
 from tvm.relax.expr_functor import PyExprMutator, mutator  # noqa: F401  (re-exported)
 
+Op = tvm.ir.Op  #: a primitive op (``relax.Call.op`` of ``R.nn.conv2d`` and the like)
+
 logger = logging.getLogger(__name__)
 
 IRModule = tvm.IRModule

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tvm_ios.cost.measure import MeasureError, MeasureSettings, Measurer, check_tracker
+from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.cost.stage_module import stage_module
 from tvm_ios.graph.extract import extract
 
@@ -113,3 +114,19 @@ def test_a_target_the_local_runner_cannot_run_is_refused_before_building(stages)
     measurer = Measurer({"kind": "cuda", "arch": "sm_90"}, settings=FAST)
     with pytest.raises(MeasureError, match="runs on cuda, which this machine does not have"):
         measurer.measure(stages[:1])
+
+
+def test_a_target_the_builder_cannot_build_for_names_the_error_and_logs_nothing(tmp_path, tiny):
+    bad = {"kind": "llvm", "mtriple": "nonexistent-unknown-none"}
+    measurer = Measurer(bad, settings=MeasureSettings(number=1, repeat=1, build_workers=1))
+    log = tmp_path / "bad.jsonl"
+    model = MeasuredCostModel(tiny, measurer, log)
+    graph = next(iter(model.extractions.values())).graph
+    try:
+        with pytest.raises(MeasureError, match=r"no stage could be measured.*build for .*"
+                                               r"nonexistent-unknown-none.*failed: .*triple"):
+            model.stage_latency(graph, [[0]])
+    finally:
+        measurer.close()
+    assert not log.exists() and model.failed  # nothing logged; the stage is marked failed
+    assert model.stage_latency(graph, [[0]]) == float("inf")  # not built or tried again

@@ -28,8 +28,10 @@ def test_measured_once_reused_across_runs_and_models(tmp_path, measurer, tiny, m
     check_cost_model(first)
     graph = _graph(first)
     small = {"max_group_size": 1, "max_num_groups": 3}  # fewer candidates: a faster test
+    candidates = first.candidates(graph, **small)
     keys = {first.stage(graph, [list(g) for g in groups], merge).key
-            for groups, merge in first.candidates(graph, **small)}
+            for groups, merge in candidates}
+    assert len({first.signature(graph, g, m) for g, m in candidates}) == len(keys)
     schedule = measured_schedule(graph, first, **small)
     assert first.counts["measured"] == len(keys) == len(MeasureLog(log))
     assert schedule.latency_us > 0 and all(s.latency_us > 0 for s in schedule.stages)
@@ -38,6 +40,7 @@ def test_measured_once_reused_across_runs_and_models(tmp_path, measurer, tiny, m
     rerun = ios_schedule(graph, again, **small)
     assert rerun.to_dict()["stages"] == schedule.to_dict()["stages"]
     assert again.counts["measured"] == 0 and again.counts["cached"] > 0
+    assert not again.modules  # found by signature: no stage module was even built
 
     bigger = make_model(channels=8, size=8, blocks=3, head=True)[0]  # same blocks, a new head
     other = MeasuredCostModel(bigger, measurer, log)

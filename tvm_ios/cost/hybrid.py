@@ -48,27 +48,31 @@ class HybridCostModel:
         return f"HybridCostModel({self.predictor!r}, scale={self.scale:.3g})"
 
     def _price(self, graph, groups, merge: bool) -> float:
-        stage = self.measured.stage(graph, groups, merge)
-        value = self.measured.lookup(stage)
+        value = self.measured.logged(graph, groups, merge)
         if value is not None:
             self.measured.counts["cached"] += 1
             return value
-        if stage.key not in self.raw:
-            self.raw[stage.key] = float(self.predictor.merged_latency(
+        signature = self.measured.signature(graph, groups, merge)
+        if signature in self.measured.failed:
+            return float("inf")
+        if signature not in self.raw:
+            self.raw[signature] = float(self.predictor.merged_latency(
                 graph, [g[0] for g in groups]) if merge else
                 self.predictor.stage_latency(graph, groups))
         self.measured.counts["predicted"] += 1
-        return self.raw[stage.key] * self.scale
+        return self.raw[signature] * self.scale
 
     def is_measured(self, graph, groups, merge: bool) -> bool:
-        """Whether the log holds this stage."""
-        return self.measured.lookup(self.measured.stage(graph, groups, merge)) is not None
+        """Whether the log holds this stage (or it could not be measured)."""
+        return self.measured.logged(graph, groups, merge) is not None or \
+            self.measured.signature(graph, groups, merge) in self.measured.failed
 
     def calibrate(self) -> None:
         """Scale predictions by the median measured/predicted ratio of measured stages."""
         ratios = []
-        for key, raw in self.raw.items():
-            record = self.measured.log.lookup(key, self.measured.target, self.measured.device_key)
+        for signature, raw in self.raw.items():
+            record = self.measured.log.lookup_signature(signature, self.measured.target,
+                                                        self.measured.device_key)
             if record is not None and raw > 0:
                 ratios.append(record.median_us / raw)
         if ratios:

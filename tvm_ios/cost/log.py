@@ -4,10 +4,13 @@ One line per measured stage::
 
     {"key": ..., "target": "llvm ...", "device_key": "local:host", "run_secs": [...],
      "median_us": 12.3, "timestamp": 1763790000.0, "tvm_version": "0.27.0",
-     "tvm_ios_version": "0.1.0", "stage": {"strategy": ..., "groups": [[{op}, ...], ...]}}
+     "tvm_ios_version": "0.1.0", "stage": {"strategy": ..., "groups": [[{op}, ...], ...]},
+     "signature": ...}
 
 ``(key, target, device_key)`` identifies a measurement: a stage found there is never
-measured again, whatever model it came from. Lines are only ever appended (flushed and
+measured again, whatever model it came from. ``signature`` (:mod:`.signature`) names the
+same stage without building its module, so lookups by it are cheap; records written
+before it existed are found by key. Lines are only ever appended (flushed and
 fsynced one by one); a corrupt or partial line (a run killed mid-write) is skipped with a
 warning naming its line number and left where it is.
 """
@@ -43,6 +46,7 @@ class LogRecord:
     tvm_version: str = _tvm.TVM_VERSION
     tvm_ios_version: str = TVM_IOS_VERSION
     stage: dict = field(default_factory=dict)
+    signature: str = ""
 
     @property
     def ident(self) -> tuple[str, str, str]:
@@ -79,6 +83,7 @@ class MeasureLog:
         self.path = Path(path) if path is not None else None
         self.records: list[LogRecord] = []
         self.index: dict[tuple[str, str, str], LogRecord] = {}
+        self.by_signature: dict[tuple[str, str, str], LogRecord] = {}
         self.skipped = 0
         if self.path is not None and self.path.exists():
             self._load()
@@ -108,10 +113,18 @@ class MeasureLog:
     def _add(self, record: LogRecord) -> None:
         self.records.append(record)
         self.index.setdefault(record.ident, record)
+        if record.signature:
+            self.by_signature.setdefault((record.signature, record.target, record.device_key),
+                                         record)
 
     def lookup(self, key: str, target: str, device_key: str) -> LogRecord | None:
         """The first record of a stage on a target and device, or None."""
         return self.index.get((key, target, device_key))
+
+    def lookup_signature(self, signature: str, target: str,
+                         device_key: str) -> LogRecord | None:
+        """The first record of a stage signature on a target and device, or None."""
+        return self.by_signature.get((signature, target, device_key))
 
     def append(self, record: LogRecord) -> None:
         """Add a record and append it to the file at once (flushed and fsynced)."""

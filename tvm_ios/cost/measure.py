@@ -244,8 +244,11 @@ class Measurer:
 
 
 def _short(message: str, lines: int = 6) -> str:
-    text = [ln for ln in str(message).strip().splitlines() if ln.strip()]
-    return " | ".join(text[-lines:])
+    """The error line of a worker's traceback first, then its last lines for context."""
+    text = [ln.strip() for ln in str(message).strip().splitlines() if ln.strip()]
+    errors = [ln for ln in text if "Error" in ln.split(":", 1)[0]]
+    head = errors[-1:] if errors else []
+    return " | ".join(head + [ln for ln in text[-lines:] if ln not in head])
 
 
 def _parse_tracker(tracker: str, key: str | None) -> tuple[str, int, str]:

@@ -1,9 +1,10 @@
 """The measured cost model: stage latencies timed on the target, kept in a log.
 
 ``MeasuredCostModel`` implements the :class:`~tvm_ios.cost.base.CostModel` protocol, so
-``ios_schedule(graph, MeasuredCostModel(mod, measurer, log))`` works. A stage's workload key
-(:mod:`.stage_module`) is looked up in the log first; only stages missing there are
-measured, and each result is appended at once. Because the IOS DP prices every ending of
+``ios_schedule(graph, MeasuredCostModel(mod, measurer, log))`` works. A stage is looked up
+in the log first, by its signature (:mod:`.signature`, no module built), then by its
+workload key (:mod:`.stage_module`); only stages missing there are built and measured, and
+each result is appended at once. Because the IOS DP prices every ending of
 every state whatever the costs, :meth:`MeasuredCostModel.candidates` can list all of them
 up front (a DP run with a recording model) and :meth:`MeasuredCostModel.prefetch` measures
 them in large batches, which is how :func:`tune` uses the builder's process pool well.
@@ -21,6 +22,7 @@ from ..schedule.merge import merge_plan
 from .analytical import AnalyticalCostModel
 from .log import LogRecord, MeasureLog
 from .measure import MeasureError, Measurer
+from .signature import StageSigner
 from .stage_module import StageModule, stage_module
 
 __all__ = ["MeasuredCostModel", "StageRef"]
@@ -58,8 +60,10 @@ class MeasuredCostModel:
         probe = measurer or Measurer(target or "llvm", device_key=device_key)
         self.target, self.device_key = probe.target_str, probe.device_key
         self.extractions: dict[str, Extraction] = {}
+        self.signers: dict[str, StageSigner] = {}
         self.modules: dict[tuple, StageModule] = {}
-        self.failed: dict[str, str] = {}
+        self.signatures: dict[tuple, str] = {}
+        self.failed: dict[str, str] = {}  # signature -> error
         self.counts = {"measured": 0, "cached": 0, "predicted": 0}
         self.progress = progress
         for item in source if isinstance(source, (list, tuple)) else [source]:
@@ -72,48 +76,74 @@ class MeasuredCostModel:
         """Register a model (IRModule or Extraction); returns its op graph."""
         ext = source if isinstance(source, Extraction) else extract(source["main"])
         self.extractions[ext.graph.fingerprint()] = ext
+        self.signers[ext.graph.fingerprint()] = StageSigner(ext)
         return ext.graph
 
     # -- stages and keys ------------------------------------------------------------------
+    def _signer(self, graph: OpGraph) -> tuple[str, StageSigner]:
+        fingerprint = graph.fingerprint()
+        if fingerprint not in self.signers:
+            raise ValueError(f"MeasuredCostModel: graph {graph.name!r} was not registered "
+                             "(pass its module to the constructor or to add())")
+        return fingerprint, self.signers[fingerprint]
+
+    def signature(self, graph: OpGraph, groups: Sequence[Sequence[int]],
+                  merge: bool = False) -> str:
+        """The stage's signature (cheap: no module is built)."""
+        fingerprint, signer = self._signer(graph)
+        ident = (fingerprint, tuple(tuple(sorted(g)) for g in groups), merge)
+        if ident not in self.signatures:
+            self.signatures[ident] = signer.signature(ident[1], merge)
+        return self.signatures[ident]
+
     def stage(self, graph: OpGraph, groups: Sequence[Sequence[int]],
               merge: bool = False) -> StageModule:
         """The (cached) standalone module of a stage of a registered graph."""
-        fingerprint = graph.fingerprint()
+        fingerprint, signer = self._signer(graph)
         ident = (fingerprint, tuple(tuple(sorted(g)) for g in groups), merge)
         if ident not in self.modules:
-            ext = self.extractions.get(fingerprint)
-            if ext is None:
-                raise ValueError(f"MeasuredCostModel: graph {graph.name!r} was not registered "
-                                 "(pass its module to the constructor or to add())")
-            self.modules[ident] = stage_module(ext, groups, merge)
+            self.modules[ident] = stage_module(self.extractions[fingerprint], groups, merge,
+                                               signer)
         return self.modules[ident]
 
     def lookup(self, stage: StageModule) -> float | None:
-        """The logged median (us) of a stage on this target and device, or None."""
-        record = self.log.lookup(stage.key, self.target, self.device_key)
+        """The logged median (us) of a stage module on this target and device, or None."""
+        record = self.log.lookup_signature(stage.signature, self.target, self.device_key) \
+            or self.log.lookup(stage.key, self.target, self.device_key)
+        return record.median_us if record is not None else None
+
+    def logged(self, graph: OpGraph, groups: Sequence[Sequence[int]],
+               merge: bool = False) -> float | None:
+        """The logged median (us) of a stage found by signature, or None (builds nothing;
+        a record older than signatures is found by :meth:`lookup` once its module is
+        built)."""
+        record = self.log.lookup_signature(self.signature(graph, groups, merge), self.target,
+                                           self.device_key)
         return record.median_us if record is not None else None
 
     # -- the CostModel protocol -----------------------------------------------------------
     def stage_latency(self, graph: OpGraph, groups: Sequence[Sequence[int]]) -> float:
         """Measured latency of the groups (run back to back on llvm; see stage_module)."""
-        return self._latency(self.stage(graph, groups))
+        return self._latency(graph, [sorted(g) for g in groups], False)
 
     def merged_latency(self, graph: OpGraph, ops: Sequence[int]) -> float | None:
         """Measured latency of the merged operator, or None when the ops cannot merge."""
         if merge_plan(graph, ops) is None:
             return None
-        return self._latency(self.stage(graph, [[i] for i in sorted(ops)], merge=True))
+        return self._latency(graph, [[i] for i in sorted(ops)], True)
 
-    def _latency(self, stage: StageModule) -> float:
-        if stage.key in self.failed:
+    def _latency(self, graph: OpGraph, groups, merge: bool) -> float:
+        value = self.logged(graph, groups, merge)
+        if value is None and self.signature(graph, groups, merge) not in self.failed:
+            stage = self.stage(graph, groups, merge)
+            value = self.lookup(stage)
+            if value is None:
+                self.prefetch_modules([stage])
+                return self.lookup(stage) or float("inf")
+        if value is None:
             return float("inf")
-        value = self.lookup(stage)
-        if value is not None:
-            self._count("cached")
-            return value
-        self.prefetch_modules([stage])
-        value = self.lookup(stage)
-        return float("inf") if value is None else value
+        self._count("cached")
+        return value
 
     # -- batch measurement ----------------------------------------------------------------
     def candidates(self, graph: OpGraph, **ios_options) -> list[StageRef]:
@@ -123,15 +153,25 @@ class MeasuredCostModel:
         return list(recorder.seen)
 
     def prefetch(self, graph: OpGraph, stages: Sequence[StageRef]) -> int:
-        """Measure the stages missing from the log, in batches; returns how many."""
+        """Measure the stages missing from the log, in batches; returns how many.
+
+        Stages are told apart by signature first, so a module is built only for a stage
+        whose signature the log does not hold (and once per signature).
+        """
+        todo: dict[str, StageRef] = {}
+        for groups, merge in stages:
+            signature = self.signature(graph, groups, merge)
+            if signature not in todo and signature not in self.failed \
+                    and self.logged(graph, groups, merge) is None:
+                todo[signature] = (groups, merge)
         return self.prefetch_modules([self.stage(graph, groups, merge)
-                                      for groups, merge in stages])
+                                      for groups, merge in todo.values()])
 
     def prefetch_modules(self, stages: Sequence[StageModule]) -> int:
         """Measure the stage modules missing from the log (each key once)."""
         todo: dict[str, StageModule] = {}
         for stage in stages:
-            if stage.key not in todo and stage.key not in self.failed \
+            if stage.key not in todo and stage.signature not in self.failed \
                     and self.lookup(stage) is None:
                 todo[stage.key] = stage
         if not todo:
@@ -149,10 +189,11 @@ class MeasuredCostModel:
         if result.error:
             logger.warning("stage %s not measured (priced infinite): %s", stage.key,
                            result.error)
-            self.failed[stage.key] = result.error
+            self.failed[stage.signature] = result.error
             return
         self.log.append(LogRecord(stage.key, self.target, self.device_key, result.run_secs,
-                                  result.median_us, time.time(), stage=stage.description))
+                                  result.median_us, time.time(), stage=stage.description,
+                                  signature=stage.signature))
         self._count("measured")
 
     def _count(self, what: str) -> None:

@@ -32,6 +32,7 @@ from ..graph.extract import Extraction, extract
 from ..passes.apply_schedule import apply_to_function
 from ..schedule.merge import merge_plan
 from ..schedule.schedule import Schedule, Stage
+from .signature import StageSigner
 
 __all__ = ["StageModule", "stage_module", "stage_description"]
 
@@ -51,59 +52,12 @@ class StageModule:
     key: str
     inputs: list = field(default_factory=list)
     description: dict = field(default_factory=dict)
+    signature: str = ""
 
 
 @_tvm.mutator
 class _Remapper(_tvm.PyExprMutator):
     """Rewrites expressions with some variables replaced (the stage's new parameters)."""
-
-
-def _deps(expr, defined: dict) -> list:
-    """Variables of ``defined`` used by ``expr``."""
-    found = []
-
-    def visit(node):
-        if isinstance(node, relax.Var) and node in defined and node not in found:
-            found.append(node)
-    relax.analysis.post_order_visit(expr, visit)
-    return found
-
-
-def _stage_bindings(ext: Extraction, groups: Sequence[Sequence[int]]) -> list:
-    """Bindings of the stage in emission order: units group by group, free ones as needed."""
-    bindings = list(ext.func.body.blocks[ext.block_index].bindings)
-    defined = {b.var: i for i, b in enumerate(bindings)}
-    owner = {i: u for u, unit in enumerate(ext.units) for i in unit}
-    stage_units = {u for group in groups for u in group}
-    inside: set[int] = {i for u in stage_units for i in ext.units[u]}
-    memo: dict[int, bool] = {}
-
-    def internal(index: int) -> bool:
-        """A free binding is part of the stage when it reads something computed in it."""
-        if index in inside:
-            return True
-        if index in owner:
-            return False
-        if index not in memo:
-            memo[index] = any(internal(defined[v]) for v in _deps(bindings[index].value, defined))
-        return memo[index]
-
-    order: list[int] = []
-
-    def emit(index: int) -> None:
-        if index in order:
-            return
-        for var in _deps(bindings[index].value, defined):
-            if internal(defined[var]):
-                emit(defined[var])
-        order.append(index)
-
-    for group in groups:
-        for unit in sorted(group):
-            for index in ext.units[unit]:
-                emit(index)
-    outputs = [bindings[ext.units[u][-1]].var for group in groups for u in sorted(group)]
-    return [bindings[i] for i in order], outputs
 
 
 def _build_function(ext: Extraction, bindings: list, outputs: list):
@@ -179,8 +133,8 @@ def stage_description(graph, groups: Sequence[Sequence[int]], merge: bool) -> di
                         for i in sorted(group)] for group in groups]}
 
 
-def stage_module(ext: Extraction, groups: Sequence[Sequence[int]],
-                 merge: bool = False) -> StageModule:
+def stage_module(ext: Extraction, groups: Sequence[Sequence[int]], merge: bool = False,
+                 signer: StageSigner | None = None) -> StageModule:
     """Build the standalone module of a stage of ``ext.graph``.
 
     Parameters
@@ -191,16 +145,23 @@ def stage_module(ext: Extraction, groups: Sequence[Sequence[int]],
         Node ids of ``ext.graph``, one list per group (a merge stage: one op per group).
     merge : bool
         Emit the stage as one merged operator (the ops must pass :func:`merge_plan`).
+    signer : StageSigner, optional
+        The model's signer (caches per-binding facts across stages); its signature of the
+        stage is stored on the result.
     """
     ids = sorted(i for group in groups for i in group)
     if merge and merge_plan(ext.graph, ids) is None:
         raise ValueError(f"stage {ext.graph.names_of(ids)} cannot be merged")
-    bindings, outputs = _stage_bindings(ext, groups)
+    signer = signer or StageSigner(ext)
+    order, outputs = signer.order(groups)
+    bindings = [signer.bindings[i] for i in order]
+    outputs = [signer.bindings[i].var for i in outputs]
     mod, inputs = _build_function(ext, bindings, outputs)
     if merge:
         mod = _merged(mod)
     key = workload_key(mod, inputs)
-    return StageModule(mod, key, inputs, stage_description(ext.graph, groups, merge))
+    return StageModule(mod, key, inputs, stage_description(ext.graph, groups, merge),
+                       signer.signature(groups, merge))
 
 
 def _merged(mod):
