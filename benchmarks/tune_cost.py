@@ -9,7 +9,7 @@ roofline's Spearman correlation with the measurements and the XGBoost model's he
 MAPE and Spearman on the measured log.
 
     PYTHONPATH=. python benchmarks/tune_cost.py --models inception_v3 randwire \\
-        --image-size 75 64 -r 1 -s 2 --out /tmp/tune_cost
+        --image-size 75 64 -r 2 -s 3 --out /tmp/tune_cost
 """
 from __future__ import annotations
 
@@ -31,14 +31,15 @@ from tvm_ios.passes.apply_schedule import ApplySchedule
 from tvm_ios.runtime.compare import compare_modules
 
 
-def _tune(mod, log, policy, measurer, options):
+def _tune(mod, log, policy, measurer, options, margin):
     model = MeasuredCostModel(mod, measurer, log)
     graph = next(iter(model.extractions.values())).graph
     start = time.perf_counter()
     if policy == "measured":
         schedule = measured_schedule(graph, model, **options)
     else:
-        schedule = hybrid_schedule(graph, model, AnalyticalCostModel("llvm"), **options)
+        schedule = hybrid_schedule(graph, model, AnalyticalCostModel("llvm"), margin=margin,
+                                   **options)
     return model, graph, schedule, time.perf_counter() - start
 
 
@@ -57,12 +58,12 @@ def _roofline_spearman(model, graph, options) -> dict:
     pairs = {}
     for groups, merge in model.candidates(graph, **options):
         groups = [list(g) for g in groups]
-        stage = model.stage(graph, groups, merge)
-        measured = model.lookup(stage)
-        if measured is not None and stage.key not in pairs:
+        signature = model.signature(graph, groups, merge)
+        measured = model.logged(graph, groups, merge)
+        if measured is not None and signature not in pairs:
             est = roofline.merged_latency(graph, [g[0] for g in groups]) if merge \
                 else roofline.stage_latency(graph, groups)
-            pairs[stage.key] = (est, measured)
+            pairs[signature] = (est, measured)
     est, real = zip(*pairs.values())
     return {"n": len(pairs), "spearman": float(spearmanr(est, real).statistic)}
 
@@ -77,14 +78,15 @@ def bench(name, size, args, measurer, out: Path) -> dict:
         log = out / f"{name}_{size}_{policy}.jsonl"
         if not args.resume:
             log.unlink(missing_ok=True)
-        model, graph, schedule, wall = _tune(mod, log, policy, measurer, options)
+        model, graph, schedule, wall = _tune(mod, log, policy, measurer, options, args.margin)
         runs[policy] = (model, graph, schedule)
         row[policy] = {"log": str(log), "measurements": model.counts["measured"],
                        "wall_s": round(wall, 1), "estimated_us": round(schedule.latency_us, 1),
-                       "stages": len(schedule.stages)}
+                       "stages": len(schedule.stages),
+                       "rounds": schedule.stats.get("hybrid_rounds", 1)}
         print(f"{name}: {policy}: {row[policy]}", flush=True)
     full, graph, _ = runs["measured"]
-    row["candidates"] = len({full.stage(graph, [list(g) for g in grp], m).key
+    row["candidates"] = len({full.signature(graph, grp, m)
                              for grp, m in full.candidates(graph, **options)})
     row["hybrid"]["under_measured_figures_us"] = round(_priced(full, graph, runs["hybrid"][2]), 1)
     for policy in ("measured", "hybrid"):
@@ -104,8 +106,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["inception_v3", "randwire"])
     parser.add_argument("--image-size", nargs="+", type=int, default=[75, 64])
-    parser.add_argument("-r", type=int, default=1, help="IOS max group size")
-    parser.add_argument("-s", type=int, default=2, help="IOS max groups per stage")
+    parser.add_argument("-r", type=int, default=2, help="IOS max group size")
+    parser.add_argument("-s", type=int, default=3, help="IOS max groups per stage")
+    parser.add_argument("--margin", type=float, default=0.1, help="hybrid optimism margin")
     parser.add_argument("--number", type=int, default=1)
     parser.add_argument("--stage-repeat", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5, help="repeats of whole-model timing")

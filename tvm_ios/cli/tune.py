@@ -45,6 +45,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed calls first")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per build/run")
     parser.add_argument("--batch-size", type=int, default=64, help="stages per build batch")
+    parser.add_argument("--margin", type=float, default=0.1,
+                        help="hybrid: how much faster than predicted an unmeasured stage may "
+                             "be and still get measured (default 0.1)")
     parser.add_argument("--train-xgb", metavar="FILE", help="fit XGBoost on the log, save it")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule JSON here")
     parser.set_defaults(handler=run)
@@ -110,7 +113,8 @@ def tune_module(mod, name: str, args, progress=None):
         if args.cost == "measured":
             schedule = measured_schedule(graph, model, **options)
         elif args.cost == "hybrid":
-            schedule = hybrid_schedule(graph, model, _predictor(args, model), **options)
+            schedule = hybrid_schedule(graph, model, _predictor(args, model),
+                                       margin=args.margin, **options)
         else:
             hybrid = HybridCostModel(model, _predictor(args, model))
             ios_schedule(graph, hybrid, **options)

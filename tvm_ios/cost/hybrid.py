@@ -4,12 +4,13 @@
 log in large batches, then runs the DP on measured figures.
 
 ``hybrid_schedule`` predicts every stage (XGBoost or the roofline, scaled to the measured
-figures) and measures only the stages that can still win: each round runs the DP on the
-mix of measured and predicted figures, measures the unmeasured stages of the schedule it
-picks, plus, for every stage it picks, the alternatives for the same ops whose prediction
-is within ``margin`` of it, and retrains the predictor as the log grows. It stops when the
-chosen schedule is measured throughout (so its estimate is a measured one) or after
-``max_rounds``.
+figures) and measures only the stages that can still win. Unmeasured stages are priced
+*optimistically*, ``margin`` below their prediction; each round runs the DP on the mix of
+measured and optimistic figures and measures the unmeasured stages of the schedule it
+picks, then recalibrates (or retrains) the predictor on the grown log. It stops when the
+schedule it picks is measured throughout: that schedule then beats every other one whose
+unmeasured stages are up to ``margin`` faster than predicted, and its estimate is a
+measured one. ``max_rounds`` bounds the rounds.
 """
 from __future__ import annotations
 
@@ -34,14 +35,16 @@ class HybridCostModel:
     Parameters
     ----------
     measured : MeasuredCostModel
-        Gives stage keys and logged figures (it measures nothing here).
+        Gives stage signatures and logged figures (it measures nothing here).
     predictor : CostModel
         XGBoost, roofline, or any cost model.
+    optimism : float
+        Factor on the (scaled) prediction of a stage not in the log.
     """
 
-    def __init__(self, measured: MeasuredCostModel, predictor):
+    def __init__(self, measured: MeasuredCostModel, predictor, optimism: float = 1.0):
         self.measured, self.predictor = measured, predictor
-        self.scale = 1.0
+        self.scale, self.optimism = 1.0, optimism
         self.raw: dict[str, float] = {}
 
     def __repr__(self) -> str:
@@ -60,7 +63,7 @@ class HybridCostModel:
                 graph, [g[0] for g in groups]) if merge else
                 self.predictor.stage_latency(graph, groups))
         self.measured.counts["predicted"] += 1
-        return self.raw[signature] * self.scale
+        return self.raw[signature] * self.scale * self.optimism
 
     def is_measured(self, graph, groups, merge: bool) -> bool:
         """Whether the log holds this stage (or it could not be measured)."""
@@ -102,35 +105,30 @@ def _stage_refs(graph: OpGraph, schedule: Schedule) -> list[StageRef]:
              stage.strategy == "merge") for stage in schedule.stages]
 
 
-def _alternatives(graph: OpGraph, hybrid: HybridCostModel, ref: StageRef,
-                  margin: float) -> list[StageRef]:
-    """The other strategy for the same ops, when its prediction is within ``margin``."""
-    groups, merge = ref
-    ops = sorted(i for g in groups for i in g)
-    if merge:
-        other = (tuple((i,) for i in ops), False)
-    elif len(groups) > 1 and merge_plan(graph, ops) is not None:
-        other = (tuple((i,) for i in ops), True)
-    else:
-        return []
-    mine = hybrid._price(graph, [list(g) for g in groups], merge)
-    theirs = hybrid._price(graph, [list(g) for g in other[0]], other[1])
-    return [other] if theirs <= mine * (1.0 + margin) else []
-
-
 def hybrid_schedule(graph: OpGraph, measured: MeasuredCostModel, predictor, *,
-                    max_rounds: int = 8, margin: float = 0.1, retrain: bool = True,
+                    max_rounds: int = 40, margin: float = 0.1, retrain: bool = True,
                     **ios_options) -> Schedule:
-    """Predict everything, measure only stages that can still win (module docstring)."""
-    hybrid = HybridCostModel(measured, predictor)
+    """Predict everything, measure only stages that can still win (module docstring).
+
+    Parameters
+    ----------
+    graph : OpGraph
+        A graph registered with ``measured``.
+    measured : MeasuredCostModel
+        Measures (and logs) the stages picked; its log's figures are used as they are.
+    predictor : CostModel
+        XGBoost (retrained on the log when ``retrain``), the roofline, or any cost model.
+    margin : float
+        How much faster than predicted an unmeasured stage is assumed it may be.
+    """
+    hybrid = HybridCostModel(measured, predictor, optimism=1.0 - margin)
+    hybrid.calibrate()
     schedule, rounds = None, 0
     for rounds in range(1, max_rounds + 1):
         schedule = ios_schedule(graph, hybrid, **ios_options)
-        refs = _stage_refs(graph, schedule)
-        todo = [r for r in refs if not hybrid.is_measured(graph, [list(g) for g in r[0]], r[1])]
-        todo += [alt for r in refs for alt in _alternatives(graph, hybrid, r, margin)]
-        if measured.prefetch(graph, todo) == 0 and not any(
-                not hybrid.is_measured(graph, [list(g) for g in r[0]], r[1]) for r in refs):
+        todo = [r for r in _stage_refs(graph, schedule)
+                if not hybrid.is_measured(graph, [list(g) for g in r[0]], r[1])]
+        if not todo or measured.prefetch(graph, todo) == 0:
             break
         records = measured.log.for_device(measured.target, measured.device_key)
         if retrain and hasattr(predictor, "fit") and len(records) >= 8:
@@ -139,6 +137,12 @@ def hybrid_schedule(graph: OpGraph, measured: MeasuredCostModel, predictor, *,
             hybrid.scale = 1.0
         else:
             hybrid.calibrate()
+    unmeasured = sum(not hybrid.is_measured(graph, [list(g) for g in r[0]], r[1])
+                     for r in _stage_refs(graph, schedule))
+    if unmeasured:
+        logger.warning("hybrid: %d stage(s) of the schedule are still predicted after %d "
+                       "rounds", unmeasured, rounds)
     schedule.params["cost_model"] = f"hybrid({predictor!r}, {measured.target})"
-    schedule.stats["hybrid_rounds"] = rounds
+    schedule.stats.update({"hybrid_rounds": rounds, "hybrid_margin": margin,
+                           "predicted_stages": unmeasured})
     return schedule
