@@ -98,3 +98,17 @@ def test_killing_a_run_loses_nothing_logged(tmp_path, tiny):
                              for groups, merge in resumed.candidates(graph))
              if resumed.lookup(s) is not None}
     assert {r["key"] for r in complete} <= found  # a rerun would not measure them again
+
+
+def test_records_older_than_signatures_are_still_found(tmp_path, measurer, tiny):
+    log = tmp_path / "old.jsonl"
+    first = MeasuredCostModel(tiny, measurer, log)
+    graph = _graph(first)
+    first.stage_latency(graph, [[0]])
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    for line in lines:
+        del line["signature"]  # as the log format had it before signatures
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    old = MeasuredCostModel(tiny, None, log)
+    assert old.logged(graph, [[0]]) == lines[0]["median_us"]
+    assert old.counts["measured"] == 0

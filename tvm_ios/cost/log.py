@@ -84,6 +84,7 @@ class MeasureLog:
         self.records: list[LogRecord] = []
         self.index: dict[tuple[str, str, str], LogRecord] = {}
         self.by_signature: dict[tuple[str, str, str], LogRecord] = {}
+        self.unsigned: set[tuple[str, str]] = set()  # (target, device key) of old records
         self.skipped = 0
         if self.path is not None and self.path.exists():
             self._load()
@@ -116,6 +117,8 @@ class MeasureLog:
         if record.signature:
             self.by_signature.setdefault((record.signature, record.target, record.device_key),
                                          record)
+        else:
+            self.unsigned.add((record.target, record.device_key))
 
     def lookup(self, key: str, target: str, device_key: str) -> LogRecord | None:
         """The first record of a stage on a target and device, or None."""

@@ -114,12 +114,18 @@ class MeasuredCostModel:
 
     def logged(self, graph: OpGraph, groups: Sequence[Sequence[int]],
                merge: bool = False) -> float | None:
-        """The logged median (us) of a stage found by signature, or None (builds nothing;
-        a record older than signatures is found by :meth:`lookup` once its module is
-        built)."""
+        """The logged median (us) of a stage, or None.
+
+        Found by signature, building nothing, unless the log holds records written before
+        signatures existed: then a stage missing by signature is built and looked up by key.
+        """
         record = self.log.lookup_signature(self.signature(graph, groups, merge), self.target,
                                            self.device_key)
-        return record.median_us if record is not None else None
+        if record is not None:
+            return record.median_us
+        if (self.target, self.device_key) in self.log.unsigned:
+            return self.lookup(self.stage(graph, groups, merge))
+        return None
 
     # -- the CostModel protocol -----------------------------------------------------------
     def stage_latency(self, graph: OpGraph, groups: Sequence[Sequence[int]]) -> float:
