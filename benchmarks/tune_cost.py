@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument("--image-size", nargs="+", type=int, default=[75, 64])
     parser.add_argument("-r", type=int, default=2, help="IOS max group size")
     parser.add_argument("-s", type=int, default=3, help="IOS max groups per stage")
-    parser.add_argument("--margin", type=float, default=0.1, help="hybrid optimism margin")
+    parser.add_argument("--margin", type=float, default=0.0, help="hybrid optimism margin")
     parser.add_argument("--number", type=int, default=1)
     parser.add_argument("--stage-repeat", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5, help="repeats of whole-model timing")

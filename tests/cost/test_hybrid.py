@@ -38,3 +38,19 @@ def test_hybrid_cost_model_prefers_the_log_and_scales_predictions(tmp_path, tiny
     hopeful = HybridCostModel(model, roofline, optimism=0.9)  # unmeasured: assumed 10% faster
     assert hopeful.stage_latency(graph, [[0]]) == pytest.approx(
         0.9 * roofline.stage_latency(graph, [[0]]))
+
+
+def test_a_learned_predictor_stands_in_with_its_roofline_until_the_log_can_train_it(
+        tmp_path, measurer, tiny):
+    from tvm_ios.cost.hybrid import MIN_RECORDS, _ready
+    from tvm_ios.cost.xgb import XGBCostModel
+
+    model = MeasuredCostModel(tiny, measurer, tmp_path / "grow.jsonl")
+    graph = next(iter(model.extractions.values())).graph
+    xgb = XGBCostModel("llvm")
+    assert _ready(xgb, model, retrain=True) is xgb.roofline and not xgb.fitted
+    model.prefetch(graph, model.candidates(graph, max_group_size=1, max_num_groups=2))
+    assert len(model.log) >= MIN_RECORDS
+    assert _ready(xgb, model, retrain=True) is xgb and xgb.trained_on == len(model.log)
+    roofline = AnalyticalCostModel("llvm")
+    assert _ready(roofline, model, retrain=True) is roofline

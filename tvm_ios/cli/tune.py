@@ -45,9 +45,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed calls first")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per build/run")
     parser.add_argument("--batch-size", type=int, default=64, help="stages per build batch")
-    parser.add_argument("--margin", type=float, default=0.1,
+    parser.add_argument("--predictor", choices=("roofline", "xgb"), default="roofline",
+                        help="hybrid: what predicts unmeasured stages (xgb: retrained on the "
+                             "log as it grows, the roofline until it holds 8 records)")
+    parser.add_argument("--margin", type=float, default=0.0,
                         help="hybrid: how much faster than predicted an unmeasured stage may "
-                             "be and still get measured (default 0.1)")
+                             "be and still get measured (default 0: measure what the DP "
+                             "picks until it picks only measured stages)")
     parser.add_argument("--train-xgb", metavar="FILE", help="fit XGBoost on the log, save it")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the schedule JSON here")
     parser.set_defaults(handler=run)
@@ -84,16 +88,22 @@ def _measurer(args):
 
 
 def _predictor(args, model):
-    """XGBoost (loaded, or fitted on the log when it holds enough), else the roofline."""
+    """The predictor of ``--cost``: a loaded XGBoost model; for ``xgb`` one fitted on the log
+    when it holds enough records; for ``hybrid`` with ``--predictor xgb`` one the hybrid
+    policy trains as the log grows; else the roofline."""
     from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415
+    from ..cost.hybrid import MIN_RECORDS  # noqa: PLC0415
     from ..cost.xgb import XGBCostModel  # noqa: PLC0415
 
+    device = "llvm" if "llvm" in str(args.target) else args.device
     if args.xgb_model:
         return XGBCostModel.load(args.xgb_model)
+    if args.cost == "hybrid":
+        return XGBCostModel(device) if args.predictor == "xgb" else AnalyticalCostModel(device)
     records = model.log.for_device(model.target, model.device_key)
-    if args.cost != "roofline" and len(records) >= 8:
-        return XGBCostModel().fit(records)
-    return AnalyticalCostModel("llvm" if "llvm" in str(args.target) else args.device)
+    if args.cost != "roofline" and len(records) >= MIN_RECORDS:
+        return XGBCostModel(device).fit(records)
+    return AnalyticalCostModel(device)
 
 
 def tune_module(mod, name: str, args, progress=None):

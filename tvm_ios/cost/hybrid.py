@@ -28,6 +28,8 @@ __all__ = ["HybridCostModel", "measured_schedule", "hybrid_schedule"]
 
 logger = logging.getLogger(__name__)
 
+MIN_RECORDS = 8  #: log records a learned predictor needs before it is (re)trained
+
 
 class HybridCostModel:
     """Measured latency where the log has it, else the predictor's, scaled to measurements.
@@ -105,8 +107,20 @@ def _stage_refs(graph: OpGraph, schedule: Schedule) -> list[StageRef]:
              stage.strategy == "merge") for stage in schedule.stages]
 
 
+def _ready(predictor, measured: MeasuredCostModel, retrain: bool):
+    """The predictor, (re)trained on the log when it learns and ``retrain`` is set; its
+    roofline while a learned model has too few records to be fitted."""
+    if hasattr(predictor, "fit") and (retrain or not getattr(predictor, "fitted", True)):
+        records = measured.log.for_device(measured.target, measured.device_key)
+        if len(records) >= MIN_RECORDS:
+            return predictor.fit(records)
+    if not getattr(predictor, "fitted", True):
+        return predictor.roofline
+    return predictor
+
+
 def hybrid_schedule(graph: OpGraph, measured: MeasuredCostModel, predictor, *,
-                    max_rounds: int = 40, margin: float = 0.1, retrain: bool = True,
+                    max_rounds: int = 40, margin: float = 0.0, retrain: bool = True,
                     **ios_options) -> Schedule:
     """Predict everything, measure only stages that can still win (module docstring).
 
@@ -117,11 +131,16 @@ def hybrid_schedule(graph: OpGraph, measured: MeasuredCostModel, predictor, *,
     measured : MeasuredCostModel
         Measures (and logs) the stages picked; its log's figures are used as they are.
     predictor : CostModel
-        XGBoost (retrained on the log when ``retrain``), the roofline, or any cost model.
+        XGBoost (retrained on the log when ``retrain``; its roofline stands in until the
+        log has :data:`MIN_RECORDS` records), the roofline, or any cost model.
     margin : float
-        How much faster than predicted an unmeasured stage is assumed it may be.
+        How much faster than predicted an unmeasured stage is assumed it may be. 0 (the
+        default) measures what the DP picks until it picks only measured stages; on llvm,
+        where a concurrent stage costs about the sum of its ops, any larger margin makes
+        near-equal partitions look better unmeasured and measures most of them.
     """
-    hybrid = HybridCostModel(measured, predictor, optimism=1.0 - margin)
+    hybrid = HybridCostModel(measured, _ready(predictor, measured, retrain),
+                             optimism=1.0 - margin)
     hybrid.calibrate()
     schedule, rounds = None, 0
     for rounds in range(1, max_rounds + 1):
@@ -130,10 +149,9 @@ def hybrid_schedule(graph: OpGraph, measured: MeasuredCostModel, predictor, *,
                 if not hybrid.is_measured(graph, [list(g) for g in r[0]], r[1])]
         if not todo or measured.prefetch(graph, todo) == 0:
             break
-        records = measured.log.for_device(measured.target, measured.device_key)
-        if retrain and hasattr(predictor, "fit") and len(records) >= 8:
-            predictor.fit(records)  # trained on measurements: no scaling needed
-            hybrid.raw.clear()
+        hybrid.predictor = _ready(predictor, measured, retrain)
+        if hybrid.predictor is predictor and hasattr(predictor, "fit") and retrain:
+            hybrid.raw.clear()  # retrained on measurements: no scaling needed
             hybrid.scale = 1.0
         else:
             hybrid.calibrate()

@@ -104,6 +104,11 @@ class XGBCostModel:
     def __repr__(self) -> str:
         return f"XGBCostModel({self.roofline.device.name!r}, trained on {self.trained_on})"
 
+    @property
+    def fitted(self) -> bool:
+        """Whether the model was fitted or loaded (it cannot predict before)."""
+        return self.model is not None
+
     def features(self, descriptions: Sequence[dict]) -> np.ndarray:
         """Feature matrix of stage descriptions."""
         return np.array([stage_features(d, self.roofline) for d in descriptions], dtype=float)
