@@ -64,7 +64,8 @@ class RProgramPass:
         self.backend = make_backend(target, num_veus)
         self.vdevice = self.backend.vdevice
         self.cost_model = cost_model or default_cost_model(self.backend)
-        self.programs: list = []
+        self.programs: list = []  # the rPrograms built by the last run
+        self.planned = 0  # the rPrograms the policy planned (some may keep own kernels)
 
     def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
@@ -78,7 +79,7 @@ class RProgramPass:
         mod[mod.get_global_var(self.func_name)] = new_func
         mod = self.backend.finish(mod)
         self.programs = rewriter.built
-        regions = sum(kind == "region" for kind, *_ in items)
+        regions = self.planned = sum(kind == "region" for kind, *_ in items)
         logger.info("RProgramPass: %d rPrograms built, %d kept as own kernels",
                     len(rewriter.built), regions - len(rewriter.built))
         return record_schedule(mod, self.func_name, schedule)
