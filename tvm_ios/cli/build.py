@@ -56,9 +56,9 @@ def build(args) -> int:
     """Build the artifact; print its manifest summary; ``--json`` writes the manifest."""
     from ..bench.artifact import build_artifact  # noqa: PLC0415
 
+    variant = _variant(args)
     mod, params, name = load_model(args)
     net = _zoo_net(args, name)
-    variant = _variant(args)
     ios_options = None
     if variant == "ios-sequential":
         ios_options = {"max_group_size": args.max_group_size,
