@@ -7,6 +7,7 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
+from tvm_ios.bench.artifact import _cuda_sources
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import compare_modules
@@ -25,16 +26,6 @@ def _packed_calls(func) -> list[str]:
             names.append(str(node.args[0].global_symbol))
     relax.analysis.post_order_visit(func.body, visit)
     return names
-
-
-def _cuda_sources(executable) -> list[str]:
-    found, queue = [], [executable.mod]
-    while queue:
-        module = queue.pop(0)
-        if module.kind == "cuda":
-            found.append(module.inspect_source(""))
-        queue.extend(module.imports)
-    return found
 
 
 def _is_int32(expr) -> bool:
