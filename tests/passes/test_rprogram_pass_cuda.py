@@ -95,7 +95,7 @@ def test_inception_v3_compiles_for_h100():
     mod, params = models.get("inception_v3", image_size=75)
     rewrite = RProgramPass("ios", target=H100)
     new = rewrite(mod)
-    assert len(rewrite.programs) >= 3  # stages with an avg pool keep own kernels (see notes)
+    assert len(rewrite.programs) == rewrite.planned >= 10  # avg-pool stages included
     _check_compiled(new, rewrite)
 
 

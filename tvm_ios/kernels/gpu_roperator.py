@@ -48,7 +48,47 @@ def lowering_passes() -> list:
             st.RewriteUnsafeSelect(), tx.CommonSubexprElim(), tx.FP8ComputeLegalize(),
             tx.VerifyMemory(), st.ThreadSync("shared"), st.ThreadSync("shared.dyn"),
             st.ThreadSync("warp"), st.InferFragment(), st.LowerThreadAllreduce(),
-            st.MergeSharedMemoryAllocations()]
+            pad_small_shared(), st.MergeSharedMemoryAllocations()]
+
+
+@tirx.transform.prim_func_pass(opt_level=0, name="tvm_ios.PadSmallShared")
+class pad_small_shared:  # noqa: N801  (a pass factory, named like TVM's)
+    """Give every shared buffer of 32 bits or less a second element.
+
+    ``MergeSharedMemoryAllocations`` never frees such buffers ("small arrays stay in
+    registers") and so never gives them an offset: the merge fails with ``it !=
+    scope.buffer_byte_offsets.end()`` on kernels with one-element shared buffers, such as the
+    cross-thread reduction TVM makes of an average pool. The padding costs 4 bytes each.
+    """
+
+    def transform_function(self, func, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+        remap = {}
+
+        def collect(stmt):
+            buf = stmt.buffer
+            if "shared" in str(buf.scope()) and len(buf.shape) == 1 and isinstance(
+                    buf.shape[0], tirx.IntImm) and int(buf.shape[0]) * tvm.runtime.DataType(
+                        str(buf.dtype)).bits <= 32:
+                remap[buf] = tirx.decl_buffer((2 * int(buf.shape[0]),), buf.dtype, buf.name,
+                                              scope=str(buf.scope()))
+            return stmt
+        tvm_ffi.structural_map(func.body, (tirx.AllocBuffer, collect))
+        if not remap:
+            return func
+
+        def var(v):
+            for old, new in remap.items():
+                if v.same_as(old):
+                    return new
+            return v
+
+        def alloc(stmt):
+            for old, new in remap.items():
+                if stmt.buffer.same_as(old):
+                    return tirx.AllocBuffer(new, stmt.annotations)
+            return stmt
+        return func.with_body(tvm_ffi.structural_map(
+            func.body, [(tvm.ir.expr.Var, var), (tirx.AllocBuffer, alloc)]))
 
 
 @dataclass
