@@ -14,6 +14,7 @@ Both return plain :class:`~tvm_ios.kernels.rprogram.RProgram` data; the simulato
 from __future__ import annotations
 
 import copy
+import heapq
 import logging
 from typing import Sequence
 
@@ -52,14 +53,19 @@ class _Builder:
         deps = [pos for p in preds for pos in self.where.get(p, [])]
         ready = max([self.finish[d] for d in deps], default=0.0)
         self.where[op] = []
+        # the vEU that can start first (lowest index on ties); only the chosen vEU's key
+        # changes, and only upwards, so a heap gives the same choices as a scan
+        heap = [(max(self.free[v], ready), v) for v in veus]
+        heapq.heapify(heap)
         for r in range(kernel.num_tasks):
-            veu = min(veus, key=lambda v: (max(self.free[v], ready), v))
+            _, veu = heapq.heappop(heap)
             self._barrier(veu, deps)
             pos = self.program.append(RTask(op, r, duration_us=kernel.task_us,
                                             kernel=kernel.name), veu)
             self.free[veu] += kernel.task_us
             self.finish[pos] = self.free[veu]
             self.where[op].append(pos)
+            heapq.heappush(heap, (max(self.free[veu], ready), veu))
 
     def _barrier(self, veu: int, deps) -> None:
         need = {}
