@@ -116,3 +116,13 @@ def test_inception_v3_matches_original_on_gpu():
     new = RProgramPass("ios", target=H100)(mod)
     result = compare_modules(mod, new, params, target=H100)
     assert result.max_abs_diff <= 1e-3 * max(1.0, result.max_abs_value)
+
+
+def test_one_pass_object_rewrites_two_modules():
+    rewrite = RProgramPass("ios", target=H100)
+    first = rewrite(dag_model(3, num_ops=8, channels=16, size=14, p=0.35)[0])
+    second = rewrite(dag_model(3, num_ops=8, channels=16, size=14, p=0.35)[0])
+    assert len(second.attrs["external_mods"]) == 1
+    assert _packed_calls(first["main"]) == _packed_calls(second["main"])
+    kernels = set(re.findall(r"__global__ void [^(]*?(\w+_kernel)\(", rewrite.backend.source))
+    assert kernels == {f"{p.name}_kernel" for p in rewrite.programs}

@@ -1,8 +1,9 @@
 """The two backends of ``RProgramPass``: the CPU vDevice (``llvm``) and CUDA.
 
-One region rewriter (:mod:`tvm_ios.passes.rprogram_pass`) asks its backend three things:
-the rOperators the policy plans with (:meth:`rops`), the Relax call that runs one rProgram
-and the variables it defines (:meth:`build`), and the module's last touch (:meth:`finish`).
+One region rewriter (:mod:`tvm_ios.passes.rprogram_pass`) asks its backend three things,
+in this order for each module: the rOperators the policy plans with (``rops``), the Relax
+call that runs one rProgram and the variables it defines (``build``), and the module's last
+touch (``finish``).
 
 * :class:`CPUBackend`: TVM's llvm kernels of each op inlined into one PrimFunc (one vEU
   per thread-pool worker), called with ``call_tir``; the default TIR pipeline lowers it.
@@ -110,10 +111,12 @@ class CUDABackend:
         self.source: str | None = None
 
     def rops(self, graph, members, bindings) -> dict:
-        """GPU rOperators from TVM's dlight kernels; unschedulable ops are marked."""
+        """GPU rOperators from TVM's dlight kernels; unschedulable ops are marked. Starts a
+        run: kernels of an earlier module are forgotten."""
         from ..kernels.cuda_programs import plan_gpu_ops  # noqa: PLC0415  (dlight import)
 
         self.gpu, rops = plan_gpu_ops(graph, members, bindings, self.target)
+        self.kernels, self.source = [], None
         return rops
 
     def build(self, ops, program, units, builder):
