@@ -28,6 +28,11 @@ def _packed_calls(func) -> list[str]:
     return names
 
 
+def _kernels(source: str) -> set[str]:
+    """Names of the rProgram kernels (persistent: with launch bounds) in a CUDA source."""
+    return set(re.findall(r'__global__ void __launch_bounds__\([\d, ]+\) (\w+)\(', source))
+
+
 def _is_int32(expr) -> bool:
     return isinstance(expr.ty, relax.TensorType) and str(expr.ty.dtype) == "int32"
 
@@ -43,9 +48,7 @@ def _check_compiled(new, rewrite):
     ours = sources[1]
     assert "st.release.gpu.global.s32" in ours and "ld.acquire.gpu.global.s32" in ours
     assert "bar.sync" in ours and "atomicAdd" in ours
-    kernels = set(re.findall(r'extern "C" __global__ void __launch_bounds__\([\d, ]+\) '
-                             r'(\w+)\(', ours))
-    assert kernels == {f"{name}_kernel" for name in names}
+    assert _kernels(ours) == {f"{name}_kernel" for name in names}
     assert not any("_ios_stage" in k or "_wave" in k for k in re.findall(
         r"__global__ void [^(]*?(\w+)\(", sources[0]))
     return executable
@@ -124,5 +127,4 @@ def test_one_pass_object_rewrites_two_modules():
     second = rewrite(dag_model(3, num_ops=8, channels=16, size=14, p=0.35)[0])
     assert len(second.attrs["external_mods"]) == 1
     assert _packed_calls(first["main"]) == _packed_calls(second["main"])
-    kernels = set(re.findall(r"__global__ void [^(]*?(\w+_kernel)\(", rewrite.backend.source))
-    assert kernels == {f"{p.name}_kernel" for p in rewrite.programs}
+    assert _kernels(rewrite.backend.source) == {f"{p.name}_kernel" for p in rewrite.programs}
