@@ -25,7 +25,7 @@ from ..kernels.tvm_kernels import UnsupportedKernel
 from ..schedule.ios import ios_schedule
 from ..schedule.schedule import Schedule, ScheduleError
 from ..schedule.validate import validate_schedule
-from ..kernels.regions import augment, binding_deps, plan_regions
+from ..kernels.regions import MAX_PROGRAM_OPS, augment, binding_deps, plan_regions
 from ._rprogram_backends import default_cost_model, make_backend
 from .apply_schedule import record_schedule, schedule_of
 
@@ -54,13 +54,16 @@ class RProgramPass:
     target : str, dict or Target
         ``llvm`` (the CPU vDevice, default) or a CUDA target such as
         ``"nvidia/nvidia-h100"``; compile the result with ``tvm.compile`` for that target.
+    max_ops : int, optional
+        Most ops of one wavefront rProgram (default :data:`~tvm_ios.kernels.regions.
+        MAX_PROGRAM_OPS`; None: unbounded).
     """
 
     def __init__(self, policy: str = "ios", num_veus: int | None = None, cost_model=None,
-                 func_name: str = "main", target="llvm"):
+                 func_name: str = "main", target="llvm", max_ops: int | None = MAX_PROGRAM_OPS):
         if policy not in POLICIES:
             raise ValueError(f"RProgramPass: policy must be one of {POLICIES}, got {policy!r}")
-        self.policy, self.func_name = policy, func_name
+        self.policy, self.func_name, self.max_ops = policy, func_name, max_ops
         self.backend = make_backend(target, num_veus)
         self.vdevice = self.backend.vdevice
         self.cost_model = cost_model or default_cost_model(self.backend)
@@ -96,7 +99,7 @@ class RProgramPass:
         rops = self.backend.rops(graph, members, bindings)
         schedule = self._schedule(mod, ext.graph) if self.policy == "ios" else None
         return plan_regions(ext.graph, graph, rops, self.vdevice, self.policy, schedule,
-                            self.func_name)
+                            self.func_name, self.max_ops)
 
 
 def _recorded(mod, func_name, graph) -> Schedule | None:
