@@ -76,19 +76,24 @@ class pad_small_shared:  # noqa: N801  (a pass factory, named like TVM's)
         if not remap:
             return func
 
-        def var(v):
-            for old, new in remap.items():
-                if v.same_as(old):
-                    return new
-            return v
-
         def alloc(stmt):
-            for old, new in remap.items():
-                if stmt.buffer.same_as(old):
-                    return tirx.AllocBuffer(new, stmt.annotations)
-            return stmt
-        return func.with_body(tvm_ffi.structural_map(
-            func.body, [(tvm.ir.expr.Var, var), (tirx.AllocBuffer, alloc)]))
+            new = _lookup(remap, stmt.buffer)
+            return stmt if new is stmt.buffer else tirx.AllocBuffer(new, stmt.annotations)
+        return func.with_body(_substitute(func.body, remap, [(tirx.AllocBuffer, alloc)]))
+
+
+def _lookup(remap: dict, var):
+    for old, new in remap.items():
+        if var.same_as(old):
+            return new
+    return var
+
+
+def _substitute(node, remap: dict, hooks=()):
+    """``node`` with every variable (or buffer) of ``remap`` replaced, and further
+    ``(type, function)`` rewrite hooks of ``tvm_ffi.structural_map`` applied."""
+    return tvm_ffi.structural_map(node, [(tvm.ir.expr.Var, lambda v: _lookup(remap, v)),
+                                         *hooks])
 
 
 @dataclass
@@ -139,17 +144,11 @@ class GPUROperator:
             raise UnsupportedKernel(f"{self.op}: {self.threads} threads is not a multiple of a "
                                     "warp, so no named barrier can stand for its syncs")
 
-        def var(v):
-            for old, new in remap.items():
-                if v.same_as(old):
-                    return new
-            return v
-
         def call(c):
             if named and c.op.name == "tirx.tvm_storage_sync":
                 return T.ptx.bar.sync(TASK_BARRIER_ID, self.threads)
             return c
-        return tvm_ffi.structural_map(self.body, [(tvm.ir.expr.Var, var), (tvm.ir.expr.Call, call)])
+        return _substitute(self.body, remap, [(tvm.ir.expr.Call, call)])
 
 
 def gpu_roperator(op: str, step: KernelStep, target) -> GPUROperator:
