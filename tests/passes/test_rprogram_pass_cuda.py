@@ -37,7 +37,7 @@ def _is_int32(expr) -> bool:
     return isinstance(expr.ty, relax.TensorType) and str(expr.ty.dtype) == "int32"
 
 
-def _check_compiled(new, rewrite):
+def _check_compiled(new, rewrite, named=True):
     """One launch per built region in main; the library holds TVM's kernels and ours."""
     names = [p.name for p in rewrite.programs]
     assert rewrite.programs and len(names) <= rewrite.planned
@@ -47,7 +47,7 @@ def _check_compiled(new, rewrite):
     assert len(sources) == 2  # TVM's own kernels, then the rProgram kernels
     ours = sources[1]
     assert "st.release.gpu.global.s32" in ours and "ld.acquire.gpu.global.s32" in ours
-    assert "bar.sync" in ours and "atomicAdd" in ours
+    assert "atomicAdd" in ours and ("bar.sync" in ours or not named)
     assert _kernels(ours) == {f"{name}_kernel" for name in names}
     assert not any("_ios_stage" in k or "_wave" in k for k in re.findall(
         r"__global__ void [^(]*?(\w+)\(", sources[0]))
@@ -92,14 +92,19 @@ def test_llvm_default_and_bad_arguments():
         RProgramPass("ios", target="c")
 
 
-def test_inception_v3_compiles_for_h100():
+@pytest.mark.parametrize("name,size,least,named", [
+    ("inception_v3", 75, 10, True),  # every planned stage, avg pools included
+    # at 32 TVM's own CUDA build of NASNet fails (dlight GEMV); its programs' rTasks all
+    # have the same threads (no named barrier)
+    pytest.param("nasnet_a", 64, 4, False, marks=pytest.mark.slow)])
+def test_zoo_model_compiles_for_h100(name, size, least, named):
     from tvm_ios import models
 
-    mod, params = models.get("inception_v3", image_size=75)
+    mod, _ = models.get(name, image_size=size)
     rewrite = RProgramPass("ios", target=H100)
     new = rewrite(mod)
-    assert len(rewrite.programs) == rewrite.planned >= 10  # avg-pool stages included
-    _check_compiled(new, rewrite)
+    assert len(rewrite.programs) == rewrite.planned >= least
+    _check_compiled(new, rewrite, named)
 
 
 @pytest.mark.gpu
