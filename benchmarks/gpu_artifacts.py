@@ -4,9 +4,10 @@
     python benchmarks/gpu_artifacts.py -o gpu_bench [--models ...] [--batches 1 16]
         [--download-ffi --with-numpy]
 
-For each model and batch: ``tvm-ios build`` of TVM's default build and of the IOS stage
-schedule for nvidia/nvidia-h100 (sm_90a), on this machine with no GPU (an artifact with a
-valid manifest is kept, not rebuilt); then ``gpu_bench/packs/<model>.tar.gz`` (each under
+For each model and batch: ``tvm-ios build`` of TVM's default build, of the IOS stage
+schedule (stages one kernel at a time) and of the rProgram engine (each concurrent stage one
+persistent kernel) for nvidia/nvidia-h100 (sm_90a), on this machine with no GPU (an
+artifact with a valid manifest is kept, not rebuilt); then ``gpu_bench/packs/<model>.tar.gz`` (each under
 64 MiB, with TVM's runtime, apache-tvm-ffi for the host's Python, and that model's
 artifacts). On the GPU host: ``tar xzf <model>.tar.gz && sh pack/run.sh``; back here,
 ``python -m tvm_ios.bench.table */results.json */torch_results.json -o docs/benchmarks.md``.
@@ -26,9 +27,14 @@ from tvm_ios.bench.table import BATCHES, MODELS  # noqa: E402
 from tvm_ios.cli.main import main as tvm_ios  # noqa: E402
 
 
-def build(model: str, batch: int, ios: bool, out: Path, target: str) -> Path:
+#: Engine of ``tvm-ios build`` -> directory suffix (variants tvm-default, ios-sequential,
+#: ios-rprogram of the benchmark table).
+ENGINES = {"default": "default", "stages": "ios", "rprogram": "rprogram"}
+
+
+def build(model: str, batch: int, engine: str, out: Path, target: str) -> Path:
     """Build one artifact unless a valid one is there; returns its directory."""
-    directory = out / f"{model}-b{batch}-{'ios' if ios else 'default'}"
+    directory = out / f"{model}-b{batch}-{ENGINES[engine]}"
     try:
         Manifest.load(directory).check_files(directory)
         print(f"{directory}: kept")
@@ -37,7 +43,9 @@ def build(model: str, batch: int, ios: bool, out: Path, target: str) -> Path:
         pass
     start = time.perf_counter()
     argv = ["build", "--model", model, "--batch", str(batch), "--target", target,
-            "-o", str(directory)] + (["--ios", "--device", "h100"] if ios else [])
+            "-o", str(directory), "--engine", engine]
+    if engine != "default":
+        argv += ["--device", "h100"]
     if tvm_ios(argv) != 0:
         raise RuntimeError(f"tvm-ios {' '.join(argv)} failed")
     print(f"{directory}: built in {time.perf_counter() - start:.0f} s")
@@ -50,15 +58,15 @@ def main() -> int:
     parser.add_argument("--models", nargs="+", default=list(MODELS))
     parser.add_argument("--batches", nargs="+", type=int, default=list(BATCHES))
     parser.add_argument("--target", default="nvidia/nvidia-h100")
-    parser.add_argument("--no-ios", action="store_true", help="TVM default builds only")
+    parser.add_argument("--engines", nargs="+", choices=list(ENGINES), default=list(ENGINES),
+                        help="engines to build (default: all three columns)")
     pack_runtime.add_arguments(parser)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     out = Path(args.output)
     for model in args.models:
-        artifacts = [build(model, batch, ios, out / "artifacts", args.target)
-                     for batch in args.batches for ios in ((False,) if args.no_ios
-                                                           else (False, True))]
+        artifacts = [build(model, batch, engine, out / "artifacts", args.target)
+                     for batch in args.batches for engine in args.engines]
         (out / "packs").mkdir(parents=True, exist_ok=True)
         pack_runtime.make_pack(args, str(out / "packs" / f"{model}.tar.gz"), artifacts)
     return 0

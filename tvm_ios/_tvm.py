@@ -67,6 +67,14 @@ def device_for(target: Target):
     return tvm.cpu() if kind in ("llvm", "c") else tvm.device(kind, 0)
 
 
+def device_exists(target: Target) -> bool:
+    """Whether this process sees the device ``target``'s code runs on (always for CPUs)."""
+    try:
+        return bool(device_for(target).exist)
+    except Exception:  # noqa: BLE001  (no runtime for that device kind at all)
+        return False
+
+
 def config_threads(num_threads: int, cores: Sequence[int] = ()) -> None:
     """Size the TVM thread pool of the calling thread (each Python thread has its own) and
     let its threads share ``cores`` (default: every core this process may use). TVM's

@@ -1,8 +1,9 @@
 """Artifacts: reference from the recipes' tensors, sm_90a kernels built here, IOS variant."""
 import numpy as np
 import pytest
+import tvm
 
-from tvm_ios.bench import tensors
+from tvm_ios.bench import artifact, tensors
 from tvm_ios.bench.artifact import argument_specs, build_artifact
 from tvm_ios.bench.manifest import Manifest
 from tvm_ios.runtime import compare
@@ -74,3 +75,48 @@ def test_zoo_model_ios_artifact_for_h100(tmp_path):
     manifest.check_files(tmp_path / "iv3")
     assert manifest.arch == "sm_90a" and manifest.schedule["stages"]
     assert (tmp_path / "iv3" / "kernels.fatbin").read_bytes()[:4] == b"\x50\xed\x55\xba"
+
+
+def test_rprogram_variant_has_one_fatbin_per_cuda_module(tmp_path, two_branch):
+    """ios-rprogram for sm_90a: TVM's kernels and the rProgram kernels, each precompiled,
+    and the loader callback serves each module its own fatbin."""
+    import shutil
+
+    import tvm_ffi
+
+    from tvm_ios.bench import run
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    TwoBranch, params = two_branch
+    out = tmp_path / "rp"
+    manifest = build_artifact(TwoBranch, params, out, model="two_branch", batch=2,
+                              target="nvidia/nvidia-h100", variant="ios-rprogram")
+    manifest.check_files(out)
+    assert manifest.variant == "ios-rprogram"
+    assert manifest.flags["ios_options"] == {"device": "h100"}
+    modules = manifest.kernels["modules"]
+    assert [m["role"] for m in modules] == ["kernels", "kernels_1"]
+    assert manifest.kernels["source_sha256"] == modules[0]["source_sha256"]
+    for role in ("kernels", "kernels_1"):
+        assert (out / manifest.files[role]["name"]).read_bytes()[:4] == b"\x50\xed\x55\xba"
+    library = (out / "model.so").read_bytes()
+    assert b"st.release.gpu.global.s32" in library  # the rProgram kernel's source
+    previous = tvm_ffi.get_global_func("tvm_callback_cuda_compile")
+    try:
+        run.install_kernels(manifest, out)
+        callback = tvm_ffi.get_global_func("tvm_callback_cuda_compile")
+        executable = tvm.compile(_rewritten(TwoBranch), target=tvm.target.Target(
+            "nvidia/nvidia-h100"))
+        for source, role in zip(artifact._cuda_sources(executable), ("kernels", "kernels_1")):
+            assert bytes(callback(source)) == (out / manifest.files[role]["name"]).read_bytes()
+    finally:
+        tvm_ffi.register_global_func("tvm_callback_cuda_compile", previous, override=True)
+
+
+def _rewritten(mod):
+    from tvm_ios.cost.analytical import AnalyticalCostModel
+    from tvm_ios.passes.rprogram_pass import RProgramPass
+
+    return RProgramPass("ios", cost_model=AnalyticalCostModel("h100"),
+                        target="nvidia/nvidia-h100")(mod)

@@ -26,3 +26,24 @@ def test_build_then_bench_run(tmp_path, capsys):
 def test_build_unknown_model_is_bad_input(tmp_path, capsys):
     assert main(["build", "--model", "alexnet", "--target", "llvm", "-o", str(tmp_path)]) == 2
     assert "unknown model 'alexnet'" in capsys.readouterr().err
+
+
+def test_build_rprogram_engine_then_bench_run(tmp_path, capsys):
+    """The rProgram engine's artifact (CPU vDevice on llvm) runs and matches its reference."""
+    out = tmp_path / "rp"
+    size = str(models.min_image_size("squeezenet"))
+    assert main(["build", "--model", "squeezenet", "--image-size", size, "--target", "llvm",
+                 "--engine", "rprogram", "-o", str(out)]) == 0
+    assert "[ios-rprogram]" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["variant"] == "ios-rprogram" and manifest["schedule"]["stages"]
+    assert main(["bench-run", str(out), "--repeat", "2", "--warmup", "1",
+                 "--json", str(tmp_path / "r.json")]) == 0
+    (row,) = json.loads((tmp_path / "r.json").read_text())
+    assert row["status"] == "ok"
+
+
+def test_build_ios_and_another_engine_contradict(tmp_path):
+    with pytest.raises(SystemExit, match="contradict"):
+        main(["build", "--model", "squeezenet", "--target", "llvm", "--ios",
+              "--engine", "rprogram", "-o", str(tmp_path)])

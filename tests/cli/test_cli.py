@@ -2,6 +2,7 @@
 import json
 
 import pytest
+import tvm
 
 from tvm_ios.cli.main import main
 
@@ -61,6 +62,21 @@ def test_stats_rows(tmp_path, capsys):
 def test_bad_input_exits_2(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_run_rprogram_engine_on_llvm(capsys):
+    assert main(["run", *SMALL, "--engine", "rprogram", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "rProgram main_ios_stage" in out and "max |diff|" in out
+
+
+@pytest.mark.skipif(tvm.cuda(0).exist, reason="a GPU is present: run would run")
+@pytest.mark.parametrize("engine", ["stages", "rprogram"])
+def test_run_on_cuda_without_gpu_is_a_clear_refusal(engine, capsys):
+    argv = ["run", *SMALL, "--engine", engine, "--target", "nvidia/nvidia-h100"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "no CUDA GPU is present on this machine" in err and "tvm-ios build" in err
 
 
 def test_malformed_schedule_file(tmp_path, capsys):

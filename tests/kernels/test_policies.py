@@ -40,6 +40,19 @@ def test_wavefront_programs_are_sound(seed, device):
         check_dependencies(program, _edges(graph))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_wavefront_programs_bounded_by_max_ops(seed):
+    graph = random_graph(seed, n=24, p=0.1)
+    rops = estimate_roperators(graph, "h100")
+    widest = max(len(w) for w in waves(graph))
+    programs = wavefront_policy(graph, rops, VDEVICES["h100"], max_ops=max(4, widest))
+    assert len(programs) > 1
+    assert all(len(p.ops) <= max(4, widest) for p in programs)
+    assert sorted(op for p in programs for op in p.ops) == sorted(n.name for n in graph.nodes)
+    for program in programs:
+        check_dependencies(program, _edges(graph))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_ios_policy_uses_disjoint_veu_sets(seed):
     graph = random_graph(seed)

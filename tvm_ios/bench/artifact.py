@@ -3,7 +3,9 @@
 An artifact directory holds ``model.so`` (the exported Relax VM library, weights as
 arguments), ``reference.npz`` (the output of TVM's default ``llvm`` build on the artifact's
 input and weights), for CUDA targets ``kernels.fatbin`` (the library's CUDA source compiled
-here by nvcc, so the GPU host needs neither NVRTC nor nvcc), and ``manifest.json``.
+here by nvcc, so the GPU host needs neither NVRTC nor nvcc; the ``ios-rprogram`` variant's
+library holds one more CUDA module for its rProgram kernels, compiled to
+``kernels-1.fatbin``), and ``manifest.json``.
 Weights and input travel as recipes (:mod:`tvm_ios.bench.tensors`).
 """
 from __future__ import annotations
@@ -27,8 +29,9 @@ __all__ = ["build_artifact", "VARIANTS", "argument_specs"]
 
 logger = logging.getLogger(__name__)
 
-#: Variants a build can produce: TVM's default build, IOS stages run one kernel at a time.
-VARIANTS = ("tvm-default", "ios-sequential")
+#: Variants a build can produce: TVM's default build, IOS stages run one kernel at a time,
+#: and the rProgram engine (each concurrent stage one persistent kernel).
+VARIANTS = ("tvm-default", "ios-sequential", "ios-rprogram")
 LIBRARY, REFERENCE, KERNELS, NET = "model.so", "reference.npz", "kernels.fatbin", "net.json"
 
 
@@ -66,43 +69,69 @@ def _apply_variant(mod, variant: str, target, ios_options: dict):
     """Rewrite ``mod`` for ``variant``; returns (module, schedule JSON or None)."""
     if variant == "tvm-default":
         return mod, None
-    if variant != "ios-sequential":
+    if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415  (heavy, on demand)
     from ..passes.apply_schedule import schedule_of  # noqa: PLC0415
-    from ..passes.ios_pass import IOSPass  # noqa: PLC0415
 
     options = dict(ios_options)
-    device = options.pop("device")
-    rewritten = IOSPass(cost_model=AnalyticalCostModel(device=device), **options)(mod)
+    cost_model = AnalyticalCostModel(device=options.pop("device"))
+    if variant == "ios-rprogram":
+        from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
+
+        rewritten = RProgramPass(options.get("policy", "ios"), cost_model=cost_model,
+                                 target=target)(mod)
+    else:
+        from ..passes.ios_pass import IOSPass  # noqa: PLC0415
+
+        rewritten = IOSPass(cost_model=cost_model, **options)(mod)
     schedule = schedule_of(rewritten)
     return rewritten, (schedule.to_dict() if schedule is not None else None)
 
 
 def _cuda_sources(executable) -> list[str]:
-    found, stack = [], [executable.mod]
-    while stack:
-        module = stack.pop()
+    """CUDA sources of the library's modules, breadth first in import order (TVM's own
+    kernels first, then external modules such as the rProgram kernels)."""
+    found, queue = [], [executable.mod]
+    while queue:
+        module = queue.pop(0)
         if module.kind == "cuda":
             found.append(module.inspect_source(""))
-        stack.extend(module.imports)
+        queue.extend(module.imports)
     return found
 
 
-def _compile_kernels(executable, target, out: Path) -> dict | None:
-    """Compile the library's CUDA source with nvcc here; None for non-CUDA targets."""
+def _kernel_file(index: int) -> str:
+    return KERNELS if index == 0 else KERNELS.replace(".", f"-{index}.", 1)
+
+
+def _compile_kernels(executable, target, out: Path) -> tuple[dict | None, dict]:
+    """Compile each CUDA module's source of the library with nvcc here, one fatbin each.
+
+    Returns the manifest's ``kernels`` entry (None for non-CUDA targets) and the files
+    written, by role: ``kernels`` for TVM's module, ``kernels_1``... for further modules
+    (the rProgram kernels), listed in ``kernels["modules"]``.
+    """
     if target.kind.name != "cuda":
-        return None
+        return None, {}
     from tvm.support import nvcc  # noqa: PLC0415
 
     sources = _cuda_sources(executable)
-    if len(sources) != 1:
-        raise RuntimeError(f"expected one CUDA module in the library, found {len(sources)}")
-    with target:
-        binary = nvcc.compile_cuda(sources[0], target_format="fatbin", compiler="nvcc")
-    (out / KERNELS).write_bytes(bytes(binary))
-    return {"format": "fatbin", "source_sha256": sha256_bytes(sources[0].encode()),
-            "compiler": "nvcc " + ".".join(map(str, nvcc.get_cuda_version()))}
+    if not sources:
+        raise RuntimeError("expected a CUDA module in the library, found none")
+    files, modules = {}, []
+    for i, source in enumerate(sources):
+        with target:
+            binary = nvcc.compile_cuda(source, target_format="fatbin", compiler="nvcc")
+        (out / _kernel_file(i)).write_bytes(bytes(binary))
+        role = "kernels" if i == 0 else f"kernels_{i}"
+        files[role] = _kernel_file(i)
+        modules.append({"role": role, "source_sha256": sha256_bytes(source.encode())})
+    kernels = {"format": "fatbin", "source_sha256": modules[0]["source_sha256"],
+               "compiler": "nvcc " + ".".join(map(str, nvcc.get_cuda_version()))}
+    if len(modules) > 1:
+        kernels["modules"] = modules
+    return kernels, files
 
 
 def _reference(mod, inputs, weights, arrays, built=None) -> list[np.ndarray]:
@@ -146,7 +175,8 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
     variant : str
         One of :data:`VARIANTS`.
     ios_options : dict, optional
-        Options of ``IOSPass`` for ``ios-sequential`` (``max_group_size``, ...).
+        Options of ``IOSPass`` for ``ios-sequential`` (``max_group_size``, ...); for
+        ``ios-rprogram`` only ``device`` (of the cost model) and ``policy``.
     seed : int
         Seed of the input and weight recipes.
     tolerance : dict, optional
@@ -167,19 +197,17 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
     input_recipes, weight_recipes = _recipes(inputs, weights, params, seed)
     arrays = {r["name"]: tensors.materialize(r) for r in input_recipes + weight_recipes}
     ios_options = dict(ios_options or {})
-    if variant == "ios-sequential":
+    if variant in ("ios-sequential", "ios-rprogram"):
         ios_options.setdefault("device", "h100" if target.kind.name == "cuda" else "cpu")
     rewritten, schedule = _apply_variant(mod, variant, target, ios_options)
     logger.info("compiling %s (%s, batch %d) for %s", model, variant, batch, target.kind.name)
     executable = _tvm.compile_module(rewritten, target)
     executable.export_library(str(out / LIBRARY))
-    kernels = _compile_kernels(executable, target, out)
+    kernels, kernel_files = _compile_kernels(executable, target, out)
     same = variant == "tvm-default" and target.kind.name == "llvm"
     outputs = _reference(mod, inputs, weights, arrays, executable if same else None)
     np.savez(out / REFERENCE, *outputs)
-    files = {"library": LIBRARY, "reference": REFERENCE}
-    if kernels is not None:
-        files["kernels"] = KERNELS
+    files = {"library": LIBRARY, "reference": REFERENCE, **kernel_files}
     if net is not None:
         (out / NET).write_text(json.dumps(net.to_dict()))
         files["net"] = NET

@@ -112,19 +112,23 @@ def install_kernels(manifest: Manifest, directory: Path) -> None:
 
     TVM's CUDA module compiles its source through the global ``tvm_callback_cuda_compile``
     when it is loaded; this wraps that callback so that the exact source the artifact was
-    built from gets the fatbin nvcc made at build time, and any other source falls through
-    to TVM's own compiler (NVRTC or nvcc), with a warning.
+    built from gets the fatbin nvcc made at build time (one per CUDA module: TVM's kernels,
+    and the rProgram kernels of an ``ios-rprogram`` artifact), and any other source falls
+    through to TVM's own compiler (NVRTC or nvcc), with a warning.
     """
     if not manifest.kernels:
         return
     import tvm_ffi  # noqa: PLC0415
 
-    binary = (directory / manifest.files["kernels"]["name"]).read_bytes()
-    expected = manifest.kernels["source_sha256"]
+    modules = manifest.kernels.get("modules") or [
+        {"role": "kernels", "source_sha256": manifest.kernels["source_sha256"]}]
+    binaries = {m["source_sha256"]: (directory / manifest.files[m["role"]]["name"]).read_bytes()
+                for m in modules}
     previous = tvm_ffi.get_global_func("tvm_callback_cuda_compile", allow_missing=True)
 
     def compile_callback(code):
-        if sha256_bytes(str(code).encode()) == expected:
+        binary = binaries.get(sha256_bytes(str(code).encode()))
+        if binary is not None:
             return binary
         logger.warning("CUDA source differs from the artifact's; compiling it on this host")
         if previous is None:

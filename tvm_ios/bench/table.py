@@ -52,6 +52,8 @@ On the build machine (no GPU needed), `python benchmarks/gpu_artifacts.py -o gpu
 for m in inception_v3 squeezenet nasnet_a randwire resnext29; do for b in 1 16; do
   tvm-ios build --model $m --batch $b --target nvidia/nvidia-h100 -o art/$m-b$b-default
   tvm-ios build --model $m --batch $b --target nvidia/nvidia-h100 --ios -o art/$m-b$b-ios
+  tvm-ios build --model $m --batch $b --target nvidia/nvidia-h100 --engine rprogram \\
+      -o art/$m-b$b-rprogram
 done; done
 python scripts/pack_runtime.py art/* --download-ffi --with-numpy -o pack.tar.gz  # < 64 MiB
 ```

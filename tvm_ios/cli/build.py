@@ -1,7 +1,7 @@
 """``tvm-ios build``: cross-compile a model into a benchmark artifact (no GPU needed).
 
-``tvm-ios build --model inception_v3 --batch 1 --target nvidia/nvidia-h100 [--ios] -o DIR``
-writes the library, the weight and input recipes, the CPU reference output and a manifest;
+``tvm-ios build --model inception_v3 --batch 1 --target nvidia/nvidia-h100 [--ios |
+--engine rprogram] -o DIR`` writes the library, the weight and input recipes, the CPU reference output and a manifest;
 ``tvm-ios bench-run DIR`` (or ``python -m tvm_ios.bench.run DIR``) runs it on the GPU host.
 """
 from __future__ import annotations
@@ -21,7 +21,14 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--target", default="nvidia/nvidia-h100",
                         help="build target (default nvidia/nvidia-h100, i.e. sm_90a)")
     parser.add_argument("--ios", action="store_true",
-                        help="apply the IOS schedule (stages run one kernel at a time)")
+                        help="apply the IOS schedule (stages run one kernel at a time); "
+                             "same as --engine stages")
+    parser.add_argument("--engine", choices=("default", "stages", "rprogram"), default=None,
+                        help="default: TVM's build (variant tvm-default); stages: IOS stages "
+                             "one kernel at a time (ios-sequential); rprogram: each concurrent "
+                             "stage one persistent kernel (ios-rprogram)")
+    parser.add_argument("--policy", choices=("ios", "wavefront"), default="ios",
+                        help="rProgram policy with --engine rprogram (default ios)")
     parser.add_argument("--seed", type=int, default=0, help="seed of input and weight recipes")
     parser.add_argument("-o", "--output", required=True, help="artifact directory to write")
     parser.set_defaults(handler=build)
@@ -36,21 +43,33 @@ def _zoo_net(args, name):
     return models.net(name, image_size=args.image_size, batch_size=args.batch)
 
 
+def _variant(args) -> str:
+    """The artifact variant of ``--ios`` / ``--engine``."""
+    engine = args.engine or ("stages" if args.ios else "default")
+    if args.ios and engine != "stages":
+        raise SystemExit(f"--ios and --engine {engine} contradict each other")
+    return {"default": "tvm-default", "stages": "ios-sequential",
+            "rprogram": "ios-rprogram"}[engine]
+
+
 def build(args) -> int:
     """Build the artifact; print its manifest summary; ``--json`` writes the manifest."""
     from ..bench.artifact import build_artifact  # noqa: PLC0415
 
+    variant = _variant(args)
     mod, params, name = load_model(args)
     net = _zoo_net(args, name)
     ios_options = None
-    if args.ios:
+    if variant == "ios-sequential":
         ios_options = {"max_group_size": args.max_group_size,
                        "max_num_groups": args.max_num_groups, "strategy": args.strategy}
-        if args.device:
-            ios_options["device"] = args.device
+    elif variant == "ios-rprogram":
+        ios_options = {"policy": args.policy}
+    if ios_options is not None and args.device:
+        ios_options["device"] = args.device
     manifest = build_artifact(mod, params, args.output, model=name, batch=args.batch,
                               target=args.target, seed=args.seed, ios_options=ios_options,
-                              variant="ios-sequential" if args.ios else "tvm-default", net=net)
+                              variant=variant, net=net)
     kernels = manifest.kernels["compiler"] if manifest.kernels else "none (CPU target)"
     print(f"{name} batch {manifest.batch} [{manifest.variant}] for {manifest.target_kind} "
           f"{manifest.arch or ''} -> {args.output}")

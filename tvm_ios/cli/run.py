@@ -1,6 +1,8 @@
 """``tvm-ios run``: build the original and the scheduled model, run both, compare."""
 from __future__ import annotations
 
+import sys
+
 from .common import (add_ios_options, add_model_options, block_options, load_model,
                      make_cost_model, write_json)
 
@@ -41,17 +43,27 @@ def scheduled_module(args, mod):
 
 
 def rprogram_module(args, mod):
-    """``mod`` with rProgram kernels (the CPU vDevice; llvm only for now)."""
+    """``mod`` with rProgram kernels: the CPU vDevice on llvm, persistent kernels on CUDA."""
     from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
 
-    if not str(args.target).startswith("llvm"):
-        raise SystemExit(f"--engine rprogram runs on llvm (the CPU vDevice); target "
-                         f"{args.target!r} is not supported by this engine yet")
-    rewrite = RProgramPass(args.policy, cost_model=make_cost_model(args))
+    rewrite = RProgramPass(args.policy, cost_model=make_cost_model(args), target=args.target)
     rewritten = rewrite(mod)
     for program in rewrite.programs:
         print(program)
     return rewritten
+
+
+def missing_device(target: str) -> str | None:
+    """Why ``target`` cannot run here (its GPU is absent), or None when it can."""
+    from .. import _tvm  # noqa: PLC0415
+
+    tgt = _tvm.make_target(target)  # ValueError (bad input) for an impossible target
+    if _tvm.device_exists(tgt):
+        return None
+    return (f"no {tgt.kind.name.upper()} GPU is present on this machine, and `run` needs one "
+            f"to run target {target!r}. Without a GPU, `tvm-ios build --target {target}` "
+            "cross-compiles an artifact for `tvm-ios bench-run` on a GPU host, and `tvm-ios "
+            "codegen` writes the rProgram kernels' CUDA source.")
 
 
 def run(args) -> int:
@@ -59,6 +71,10 @@ def run(args) -> int:
     from ..passes.apply_schedule import schedule_of  # noqa: PLC0415
     from ..runtime.compare import compare_modules  # noqa: PLC0415
 
+    missing = missing_device(args.target)
+    if missing:
+        print(f"tvm-ios run: error: {missing}", file=sys.stderr)
+        return 1
     mod, params, name = load_model(args)
     rewritten = scheduled_module(args, mod)
     schedule = schedule_of(rewritten)

@@ -23,7 +23,6 @@ import tvm
 from tvm import tirx
 from tvm.script import tirx as T
 
-from .gpu_roperator import GPUROperator
 from .rprogram import RProgram
 from .tvm_kernels import tensor_buffer
 from .vdevice import VDevice
@@ -89,9 +88,11 @@ def build_cuda_primfunc(program: RProgram, rops: dict, tensors: dict, inputs: li
     Parameters
     ----------
     rops : dict
-        Op name -> :class:`GPUROperator`.
+        Op name -> :class:`~tvm_ios.kernels.gpu_roperator.GPUROperator`.
     tensors : dict
-        Tensor key -> ``(name, shape, dtype)``; ``inputs``/``outputs`` order the parameters.
+        Tensor key -> ``(name, shape, dtype)``. The parameters are ``inputs``, the int32
+        tables (in the order of the returned dict), the step array ``rp_steps`` and
+        ``outputs``: destination-passing order, for ``call_dps_packed``.
     args_of : dict
         Op name -> tensor keys of its kernel's parameters (call_tir order).
     """
@@ -131,7 +132,8 @@ def build_cuda_primfunc(program: RProgram, rops: dict, tensors: dict, inputs: li
     body = tirx.AttrStmt(_i(0), "tirx.launch_bounds_min_blocks_per_sm", _i(per_sm), body)
     body = _launch("blockIdx.x", program.num_veus, _launch("threadIdx.x", threads, body, tid),
                    veu)
-    params = [bufs[k] for k in list(inputs) + list(outputs)] + [tab[n] for n in tables] + [steps]
+    params = ([bufs[k] for k in inputs] + [tab[n] for n in tables] + [steps]
+              + [bufs[k] for k in outputs])  # destination-passing order: outputs last
     func = tirx.PrimFunc(params, body).with_attr("global_symbol", program.name)
     return func.with_attr("tirx.noalias", True), tables
 
@@ -188,12 +190,18 @@ def finish_pipeline():
 tirx.register_tir_pipeline(PIPELINE, finish_pipeline)
 
 
-def cuda_source(func, target) -> tuple[str, object]:
-    """Build ``func`` for ``target`` through the finishing pipeline; (CUDA source, module)."""
-    mod = tvm.IRModule({func.attrs["global_symbol"]: func})
+def cuda_source(funcs, target) -> tuple[str, object]:
+    """Build ``funcs`` (one PrimFunc or several, each named by its ``global_symbol``) for
+    ``target`` through the finishing pipeline; (CUDA source, runtime module).
+
+    Several kernels give one host module with one CUDA module holding all of them.
+    """
+    funcs = [funcs] if isinstance(funcs, tirx.PrimFunc) else list(funcs)
+    mod = tvm.IRModule({f.attrs["global_symbol"]: f for f in funcs})
     mod = tirx.transform.BindTarget(target)(mod)
     lib = tvm.tirx.build(mod, target=target, pipeline=PIPELINE)
     cuda = [m for m in lib.imports if m.kind == "cuda"]
     if not cuda:
-        raise RuntimeError(f"building {func.attrs['global_symbol']} gave no CUDA module")
+        names = ", ".join(str(f.attrs["global_symbol"]) for f in funcs)
+        raise RuntimeError(f"building {names} gave no CUDA module")
     return cuda[0].inspect_source(), lib

@@ -26,7 +26,7 @@ from .roperator import RKernel, ROperator
 from .tvm_kernels import UnsupportedKernel, lower_bindings
 from .vdevice import target_vdevice
 
-__all__ = ["CudaProgram", "cuda_rprograms"]
+__all__ = ["CudaProgram", "CudaKernel", "cuda_rprograms", "plan_gpu_ops", "build_program"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +46,27 @@ def _task_us(node, num_tasks: int, device) -> float:
                node.bytes / num_tasks / (device.bandwidth_gbs * 1e3 / device.units)) + 0.3
 
 
-def _gpu_ops(graph, members, bindings, target, device) -> tuple[dict, dict]:
-    """GPU rOperators of every node; nodes without one are marked unschedulable."""
+def plan_gpu_ops(graph, members, bindings, target) -> tuple[dict, dict]:
+    """GPU rOperators of every node of an augmented graph (the per-op lowering shared by
+    :func:`cuda_rprograms` and the CUDA backend of ``RProgramPass``).
+
+    Parameters
+    ----------
+    graph : OpGraph
+        The graph with glue nodes (:func:`~tvm_ios.kernels.regions.augment`); a node TVM
+        cannot schedule for the GPU is marked ``schedulable = False`` (with a warning).
+    members : dict
+        Node name -> indices of its bindings in ``bindings``.
+    target : Target
+        A CUDA target.
+
+    Returns
+    -------
+    (dict, dict)
+        Node name -> ``(GPUROperator, KernelStep)`` for the nodes that can be rTasks, and an
+        rOperator for every node (a placeholder for the others).
+    """
+    device = get_device("a100" if target_vdevice(target).name == "a100" else "h100")
     gpu, rops = {}, {}
     for node in graph.nodes:
         unit = [bindings[i] for i in members[node.name]]
@@ -90,21 +109,64 @@ def cuda_rprograms(mod, target, policy: str = "ios", schedule=None, func_name: s
     """
     target = _tvm.make_target(target)
     vdevice = target_vdevice(target)
-    device = get_device("a100" if vdevice.name == "a100" else "h100")
     ext = extract(mod[func_name], name=func_name)
     graph, members = augment(ext)
     bindings = list(ext.func.body.blocks[ext.block_index].bindings)
-    gpu, rops = _gpu_ops(graph, members, bindings, target, device)
+    gpu, rops = plan_gpu_ops(graph, members, bindings, target)
     _, items = plan_regions(ext.graph, graph, rops, vdevice, policy, schedule, func_name)
     out = []
     for item in items:
         if item[0] != "region":
             continue
-        out.append(_generate(item[2], item[1], gpu, vdevice, target))
+        kernel = build_program(item[2], item[1], gpu, vdevice)
+        source, _ = cuda_source(kernel.func, target)
+        out.append(CudaProgram(item[2], source, kernel.summary(target)))
     return out
 
 
-def _generate(program, ops, gpu, vdevice, target) -> CudaProgram:
+@dataclass
+class CudaKernel:
+    """The persistent-kernel PrimFunc of one rProgram and what a caller passes to it.
+
+    Its parameters are ``inputs``, then the int32 ``tables`` (in order), then the step
+    array (``steps_words`` int32, zero on the first launch; the kernel resets it), then
+    ``outputs``: destination-passing style, so it can be called with ``call_dps_packed``.
+    """
+
+    program: object
+    func: object
+    tables: dict
+    inputs: list   # tensor keys (Relax Vars or Constants)
+    outputs: list  # the Relax Vars the ops write, in the program's op order
+    rops: dict
+    vdevice: object
+
+    @property
+    def steps_words(self) -> int:
+        """Length of the step array: one step per vEU and the done counter."""
+        return self.program.num_veus + 1
+
+    def summary(self, target) -> dict:
+        """vEUs, threads, rTasks, barriers, shared memory and registers of the kernel."""
+        program, rops, vdevice = self.program, self.rops, self.vdevice
+        threads = max(r.threads for r in rops.values())
+        smem = max(r.smem_bytes for r in rops.values())
+        return {"name": program.name, "vdevice": vdevice.name,
+                "arch": str(target.attrs.get("arch", "")), "veus": program.num_veus,
+                "threads_per_veu": threads, "rtasks": program.num_tasks,
+                "barriers": program.num_barriers, "dynamic_shared_bytes": smem,
+                "ops": list(program.ops), "table_words": sum(len(v) for v in
+                                                              self.tables.values()),
+                "named_barrier_ops": sorted(op for op, r in rops.items() if r.threads < threads),
+                "rtask_times": "analytical estimates (no GPU measurement)",
+                "max_resident_veus": vdevice.max_veus(threads, 32, smem),
+                "largest_grid": max(math.prod(r.grid) for r in rops.values()),
+                "max_registers_per_thread": register_budget(vdevice, program.num_veus,
+                                                            threads)}
+
+
+def build_program(program, ops, gpu, vdevice) -> CudaKernel:
+    """The :class:`CudaKernel` of ``program`` over the GPU rOperators ``gpu`` of its ops."""
     tensors, args_of, outs = {}, {}, []
     for op in ops:
         _, step = gpu[op]
@@ -118,17 +180,4 @@ def _generate(program, ops, gpu, vdevice, target) -> CudaProgram:
     inputs = [k for k in tensors if not any(k.same_as(o) for o in outs)]
     rops = {op: gpu[op][0] for op in ops}
     func, tables = build_cuda_primfunc(program, rops, tensors, inputs, outs, vdevice, args_of)
-    source, _ = cuda_source(func, target)
-    threads = max(r.threads for r in rops.values())
-    summary = {"name": program.name, "vdevice": vdevice.name, "arch": str(target.attrs.get(
-        "arch", "")), "veus": program.num_veus, "threads_per_veu": threads,
-        "rtasks": program.num_tasks, "barriers": program.num_barriers,
-        "dynamic_shared_bytes": max(r.smem_bytes for r in rops.values()),
-        "ops": list(ops), "table_words": sum(len(v) for v in tables.values()),
-        "named_barrier_ops": sorted(op for op, r in rops.items() if r.threads < threads),
-        "rtask_times": "analytical estimates (no GPU measurement)",
-        "max_resident_veus": vdevice.max_veus(threads, 32, max(r.smem_bytes
-                                                                for r in rops.values())),
-        "largest_grid": max(math.prod(r.grid) for r in rops.values()),
-        "max_registers_per_thread": register_budget(vdevice, program.num_veus, threads)}
-    return CudaProgram(program, source, summary)
+    return CudaKernel(program, func, tables, inputs, outs, rops, vdevice)

@@ -48,7 +48,52 @@ def lowering_passes() -> list:
             st.RewriteUnsafeSelect(), tx.CommonSubexprElim(), tx.FP8ComputeLegalize(),
             tx.VerifyMemory(), st.ThreadSync("shared"), st.ThreadSync("shared.dyn"),
             st.ThreadSync("warp"), st.InferFragment(), st.LowerThreadAllreduce(),
-            st.MergeSharedMemoryAllocations()]
+            pad_small_shared(), st.MergeSharedMemoryAllocations()]
+
+
+@tirx.transform.prim_func_pass(opt_level=0, name="tvm_ios.PadSmallShared")
+class pad_small_shared:  # noqa: N801  (a pass factory, named like TVM's)
+    """Give every shared buffer of 32 bits or less a second element.
+
+    ``MergeSharedMemoryAllocations`` never frees such buffers ("small arrays stay in
+    registers") and so never gives them an offset: the merge fails with ``it !=
+    scope.buffer_byte_offsets.end()`` on kernels with one-element shared buffers, such as the
+    cross-thread reduction TVM makes of an average pool. The padding costs 4 bytes each.
+    """
+
+    def transform_function(self, func, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+        remap = {}
+
+        def collect(stmt):
+            buf = stmt.buffer
+            if "shared" in str(buf.scope()) and len(buf.shape) == 1 and isinstance(
+                    buf.shape[0], tirx.IntImm) and int(buf.shape[0]) * tvm.runtime.DataType(
+                        str(buf.dtype)).bits <= 32:
+                remap[buf] = tirx.decl_buffer((2 * int(buf.shape[0]),), buf.dtype, buf.name,
+                                              scope=str(buf.scope()))
+            return stmt
+        tvm_ffi.structural_map(func.body, (tirx.AllocBuffer, collect))
+        if not remap:
+            return func
+
+        def alloc(stmt):
+            new = _lookup(remap, stmt.buffer)
+            return stmt if new is stmt.buffer else tirx.AllocBuffer(new, stmt.annotations)
+        return func.with_body(_substitute(func.body, remap, [(tirx.AllocBuffer, alloc)]))
+
+
+def _lookup(remap: dict, var):
+    for old, new in remap.items():
+        if var.same_as(old):
+            return new
+    return var
+
+
+def _substitute(node, remap: dict, hooks=()):
+    """``node`` with every variable (or buffer) of ``remap`` replaced, and further
+    ``(type, function)`` rewrite hooks of ``tvm_ffi.structural_map`` applied."""
+    return tvm_ffi.structural_map(node, [(tvm.ir.expr.Var, lambda v: _lookup(remap, v)),
+                                         *hooks])
 
 
 @dataclass
@@ -99,17 +144,11 @@ class GPUROperator:
             raise UnsupportedKernel(f"{self.op}: {self.threads} threads is not a multiple of a "
                                     "warp, so no named barrier can stand for its syncs")
 
-        def var(v):
-            for old, new in remap.items():
-                if v.same_as(old):
-                    return new
-            return v
-
         def call(c):
             if named and c.op.name == "tirx.tvm_storage_sync":
                 return T.ptx.bar.sync(TASK_BARRIER_ID, self.threads)
             return c
-        return tvm_ffi.structural_map(self.body, [(tvm.ir.expr.Var, var), (tvm.ir.expr.Call, call)])
+        return _substitute(self.body, remap, [(tvm.ir.expr.Call, call)])
 
 
 def gpu_roperator(op: str, step: KernelStep, target) -> GPUROperator:

@@ -14,6 +14,7 @@ Both return plain :class:`~tvm_ios.kernels.rprogram.RProgram` data; the simulato
 from __future__ import annotations
 
 import copy
+import heapq
 import logging
 from typing import Sequence
 
@@ -52,14 +53,19 @@ class _Builder:
         deps = [pos for p in preds for pos in self.where.get(p, [])]
         ready = max([self.finish[d] for d in deps], default=0.0)
         self.where[op] = []
+        # the vEU that can start first (lowest index on ties); only the chosen vEU's key
+        # changes, and only upwards, so a heap gives the same choices as a scan
+        heap = [(max(self.free[v], ready), v) for v in veus]
+        heapq.heapify(heap)
         for r in range(kernel.num_tasks):
-            veu = min(veus, key=lambda v: (max(self.free[v], ready), v))
+            _, veu = heapq.heappop(heap)
             self._barrier(veu, deps)
             pos = self.program.append(RTask(op, r, duration_us=kernel.task_us,
                                             kernel=kernel.name), veu)
             self.free[veu] += kernel.task_us
             self.finish[pos] = self.free[veu]
             self.where[op].append(pos)
+            heapq.heappush(heap, (max(self.free[veu], ready), veu))
 
     def _barrier(self, veu: int, deps) -> None:
         need = {}
@@ -111,7 +117,7 @@ def _schedule_wave(graph, wave, builder: _Builder, rops, num_veus, launch_us) ->
 
 def wavefront_policy(graph: OpGraph, rops: dict[str, ROperator], vdevice: VDevice,
                      num_veus: int | None = None, launch_us: float = 3.0,
-                     name: str = "wavefront") -> list[RProgram]:
+                     name: str = "wavefront", max_ops: int | None = None) -> list[RProgram]:
     """Rammer's Algorithm 1; returns the rPrograms in execution order.
 
     Parameters
@@ -124,6 +130,9 @@ def wavefront_policy(graph: OpGraph, rops: dict[str, ROperator], vdevice: VDevic
         Gives the number of resident vEUs (``num_veus`` overrides it and is checked).
     launch_us : float
         Cost of one more kernel (what keeping a wave in the current rProgram saves).
+    max_ops : int, optional
+        Start a new rProgram rather than let one grow past this many ops (a whole NASNet
+        in one kernel is more code than a compiler digests in reasonable time).
     """
     requested = num_veus
     num_veus = _veus(vdevice, list(rops.values()), num_veus, name)
@@ -138,9 +147,13 @@ def wavefront_policy(graph: OpGraph, rops: dict[str, ROperator], vdevice: VDevic
             current = _schedule_wave(graph, wave, _Builder(num_veus, name), rops, num_veus,
                                      launch_us)
             continue
-        joined = _schedule_wave(graph, wave, current, rops, num_veus, launch_us)
         alone = _schedule_wave(graph, wave, _Builder(num_veus, name), rops, num_veus,
                                launch_us)
+        if max_ops is not None and len(current.where) + len(wave) > max_ops:
+            plans.append(current)
+            current = alone
+            continue
+        joined = _schedule_wave(graph, wave, current, rops, num_veus, launch_us)
         if _time(joined, launch_us) <= _time(current, launch_us) + _time(alone, launch_us):
             current = joined
         else:

@@ -22,9 +22,13 @@ from ..schedule.schedule import Schedule, Stage
 from .policies import ios_policy, wavefront_policy
 from .simulator import check_dependencies, simulate
 
-__all__ = ["augment", "binding_deps", "stage_regions", "plan_regions"]
+__all__ = ["augment", "binding_deps", "stage_regions", "plan_regions", "MAX_PROGRAM_OPS"]
 
 logger = logging.getLogger(__name__)
+
+#: Most ops of one wavefront rProgram: beyond, the next wave starts a new program (one kernel
+#: of NASNet's 639 ops takes LLVM longer than a test run to compile).
+MAX_PROGRAM_OPS = 64
 
 
 def binding_deps(bindings) -> list[list[int]]:
@@ -142,7 +146,8 @@ def stage_regions(graph: OpGraph, schedule: Schedule) -> Schedule:
 
 
 def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, policy: str,
-                 schedule: Schedule | None = None, name: str = "main") -> tuple[Schedule, list]:
+                 schedule: Schedule | None = None, name: str = "main",
+                 max_ops: int | None = MAX_PROGRAM_OPS) -> tuple[Schedule, list]:
     """Plan rPrograms and the emission items of a function.
 
     Parameters
@@ -156,6 +161,8 @@ def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, polic
         rOperator of every node of ``graph``.
     policy : {"ios", "wavefront"}
         With ``"ios"``, ``schedule`` (a schedule of ``unit_graph``) gives the stages.
+    max_ops : int, optional
+        Most ops of one wavefront rProgram (None: no bound, Rammer's whole-graph programs).
 
     Returns
     -------
@@ -182,7 +189,7 @@ def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, polic
             else:
                 items.extend(("op", op) for op in stage.ops)
     else:
-        programs = wavefront_policy(graph, rops, vdevice, name=f"{name}_wave")
+        programs = wavefront_policy(graph, rops, vdevice, name=f"{name}_wave", max_ops=max_ops)
         schedule, items = _wavefront_items(graph, unit_graph, programs)
     edges = [(graph.nodes[u].name, graph.nodes[v].name) for u, v in graph.edges]
     for item in items:

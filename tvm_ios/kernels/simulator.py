@@ -16,6 +16,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Iterable
 
+import numpy as np
+
 from .rprogram import RProgram
 
 __all__ = ["simulate", "check_dependencies", "SimResult", "DeadlockError", "DependencyError"]
@@ -95,13 +97,12 @@ def _vector_clocks(program: RProgram) -> list[list[tuple]]:
     clocks: list[list] = [[None] * len(t) for t in program.prog]
     order = _topological_entries(program)
     for v, k in order:
-        base = list(clocks[v][k - 1]) if k else [0] * n
+        base = clocks[v][k - 1].copy() if k else np.zeros(n, np.int32)
         base[v] = k  # entries 0..k-1 of its own vEU
         for u, s in program.prog[v][k].waits:
-            other = clocks[u][s - 1]
-            base = [max(a, b) for a, b in zip(base, other)]
+            np.maximum(base, clocks[u][s - 1], out=base)
             base[u] = max(base[u], s)
-        clocks[v][k] = tuple(base)
+        clocks[v][k] = base
     return clocks
 
 

@@ -3,12 +3,15 @@
 After :class:`~tvm_ios.passes.ios_pass.IOSPass` (or with the schedule it records), the pass
 plans rPrograms with a policy (``"ios"``: one per concurrent stage of two or more groups;
 ``"wavefront"``: Rammer's Algorithm 1 over the whole graph), lowers every op of a program
-with TVM's own kernels, combines them into one PrimFunc per rProgram (the CPU vDevice for
-``llvm``) and replaces the program's bindings by one ``call_tir``. Each op's output variable
-is re-bound to its slot of the call's result, so every later use stays valid. Sequential
-stages keep their own kernels. A program that cannot be built (an op TVM lowers to
-something other than kernels, a tensor flowing through a free op inside the program) keeps
-its ops' own kernels with a warning.
+with TVM's own kernels and combines them into one kernel per rProgram, through one of two
+backends (:mod:`._rprogram_backends`): for ``llvm`` a PrimFunc of the CPU vDevice called
+with ``call_tir``; for a CUDA target a persistent kernel built here by its own TIR
+pipeline, attached as an external module and called with ``call_dps_packed``, so that
+``tvm.compile(mod, target)`` links it beside TVM's own kernels of the other ops. Each op's
+output variable is re-bound to its slot of the call's result, so every later use stays
+valid. Sequential stages keep their own kernels. A program that cannot be built (an op TVM
+lowers to something other than one kernel, a tensor flowing through a free op inside the
+program) keeps its ops' own kernels with a warning.
 """
 from __future__ import annotations
 
@@ -17,16 +20,13 @@ import logging
 from tvm import relax
 
 from .. import _tvm
-from ..cost.analytical import AnalyticalCostModel
 from ..graph.extract import extract
-from ..kernels.codegen_cpu import CPUBackendError, build_cpu_primfunc
-from ..kernels.roperator import estimate_roperators
-from ..kernels.tvm_kernels import UnsupportedKernel, lower_bindings
-from ..kernels.vdevice import cpu_vdevice
+from ..kernels.tvm_kernels import UnsupportedKernel
 from ..schedule.ios import ios_schedule
 from ..schedule.schedule import Schedule, ScheduleError
 from ..schedule.validate import validate_schedule
-from ..kernels.regions import augment, binding_deps, plan_regions
+from ..kernels.regions import MAX_PROGRAM_OPS, augment, binding_deps, plan_regions
+from ._rprogram_backends import default_cost_model, make_backend
 from .apply_schedule import record_schedule, schedule_of
 
 __all__ = ["RProgramPass", "POLICIES"]
@@ -37,43 +37,52 @@ POLICIES = ("ios", "wavefront")
 
 @_tvm.module_pass(opt_level=0, name="tvm_ios.RProgramPass")
 class RProgramPass:
-    """Replace multi-group stages by rProgram kernels (CPU vDevice for ``llvm``).
+    """Replace multi-group stages by rProgram kernels.
 
     Parameters
     ----------
     policy : {"ios", "wavefront"}
         How rPrograms are planned.
     num_veus : int, optional
-        vEUs per rProgram (default: the workers of TVM's thread pool); checked.
+        vEUs per rProgram on the CPU vDevice (default: the workers of TVM's thread pool);
+        checked. Not for CUDA, where the policy sizes programs within the GPU's occupancy.
     cost_model : CostModel, optional
-        For the IOS schedule when the module has none recorded.
+        For the IOS schedule when the module has none recorded (default: the analytical
+        model of the target's device).
     func_name : str
         The function to rewrite.
+    target : str, dict or Target
+        ``llvm`` (the CPU vDevice, default) or a CUDA target such as
+        ``"nvidia/nvidia-h100"``; compile the result with ``tvm.compile`` for that target.
+    max_ops : int, optional
+        Most ops of one wavefront rProgram (default :data:`~tvm_ios.kernels.regions.
+        MAX_PROGRAM_OPS`; None: unbounded).
     """
 
     def __init__(self, policy: str = "ios", num_veus: int | None = None, cost_model=None,
-                 func_name: str = "main"):
+                 func_name: str = "main", target="llvm", max_ops: int | None = MAX_PROGRAM_OPS):
         if policy not in POLICIES:
             raise ValueError(f"RProgramPass: policy must be one of {POLICIES}, got {policy!r}")
-        self.policy, self.func_name = policy, func_name
-        if num_veus is not None:
-            cpu_vdevice().check(num_veus, what="RProgramPass")  # one vEU per pool worker
-        self.vdevice = cpu_vdevice(num_veus)
-        self.cost_model = cost_model or AnalyticalCostModel("cpu")
-        self.programs: list = []
+        self.policy, self.func_name, self.max_ops = policy, func_name, max_ops
+        self.backend = make_backend(target, num_veus)
+        self.vdevice = self.backend.vdevice
+        self.cost_model = cost_model or default_cost_model(self.backend)
+        self.programs: list = []  # the rPrograms built by the last run
+        self.planned = 0  # the rPrograms the policy planned (some may keep own kernels)
 
     def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"RProgramPass: module has no function {self.func_name!r}")
         ext = extract(mod[self.func_name], name=self.func_name)
         graph, members = augment(ext)
-        schedule, items = self._plan(mod, ext, graph)
-        rewriter = _RegionRewriter(ext, members, items, mod)
+        schedule, items = self._plan(mod, ext, graph, members)
+        rewriter = _RegionRewriter(ext, members, items, mod, self.backend)
         new_func = rewriter.visit_expr(ext.func)
-        mod = rewriter.builder_.get()
+        mod = rewriter.builder_.get().clone()  # the builder may hold the caller's module
         mod[mod.get_global_var(self.func_name)] = new_func
+        mod = self.backend.finish(mod)
         self.programs = rewriter.built
-        regions = sum(kind == "region" for kind, *_ in items)
+        regions = self.planned = sum(kind == "region" for kind, *_ in items)
         logger.info("RProgramPass: %d rPrograms built, %d kept as own kernels",
                     len(rewriter.built), regions - len(rewriter.built))
         return record_schedule(mod, self.func_name, schedule)
@@ -84,12 +93,13 @@ class RProgramPass:
             return recorded
         return ios_schedule(graph, self.cost_model, strategy="parallel")
 
-    def _plan(self, mod, ext, graph) -> tuple[Schedule, list]:
+    def _plan(self, mod, ext, graph, members) -> tuple[Schedule, list]:
         """The schedule recorded on the module and the emission items."""
-        rops = estimate_roperators(graph, "cpu")
+        bindings = list(ext.func.body.blocks[ext.block_index].bindings)
+        rops = self.backend.rops(graph, members, bindings)
         schedule = self._schedule(mod, ext.graph) if self.policy == "ios" else None
         return plan_regions(ext.graph, graph, rops, self.vdevice, self.policy, schedule,
-                            self.func_name)
+                            self.func_name, self.max_ops)
 
 
 def _recorded(mod, func_name, graph) -> Schedule | None:
@@ -106,11 +116,11 @@ def _recorded(mod, func_name, graph) -> Schedule | None:
 
 @_tvm.mutator
 class _RegionRewriter(_tvm.PyExprMutator):
-    """Re-emits the model's block item by item, one call_tir per rProgram region."""
+    """Re-emits the model's block item by item, one backend call per rProgram region."""
 
-    def __init__(self, ext, members, items, mod):
+    def __init__(self, ext, members, items, mod, backend):
         super().__init__(mod)
-        self.ext, self.members, self.items = ext, members, items
+        self.ext, self.members, self.items, self.backend = ext, members, items, backend
         self.target = ext.func.body.blocks[ext.block_index]
         self.bindings = list(self.target.bindings)
         self.deps = binding_deps(self.bindings)
@@ -146,8 +156,9 @@ class _RegionRewriter(_tvm.PyExprMutator):
             if any(self._reaches(d, inside) for d in outside):
                 raise UnsupportedKernel("a free op outside the program carries data between "
                                         "its ops")
-            call, outs = self._build(ops, program)
-        except (UnsupportedKernel, CPUBackendError) as err:
+            units = {op: [self.bindings[i] for i in self.members[op]] for op in ops}
+            call, outs = self.backend.build(ops, program, units, self.builder_)
+        except self.backend.errors as err:
             logger.warning("RProgramPass: %s keeps its own kernels: %s", program.name, err)
             for index in sorted(inside):
                 self._emit(index)
@@ -155,8 +166,9 @@ class _RegionRewriter(_tvm.PyExprMutator):
         for index in outside:
             self._emit(index)
         result = self.builder_.emit(call, program.name)
-        for k, var in enumerate(outs):
-            self.builder_.emit_normalized(relax.VarBinding(var, relax.TupleGetItem(result, k)))
+        for k, var in enumerate(outs):  # one output is returned as a tensor, not a tuple
+            value = relax.TupleGetItem(result, k) if len(outs) > 1 else result
+            self.builder_.emit_normalized(relax.VarBinding(var, value))
         self.emitted |= inside
         self.built.append(program)
 
@@ -172,26 +184,3 @@ class _RegionRewriter(_tvm.PyExprMutator):
                     seen.add(d)
                     stack.append(d)
         return False
-
-    def _build(self, ops, program):
-        steps_of, outs = {}, []
-        for op in ops:
-            unit = [self.bindings[i] for i in self.members[op]]
-            steps_of[op] = lower_bindings(unit, unit[-1].var)
-            outs.append(unit[-1].var)
-        tensors, inputs = {}, []
-        made = [s.output for op in ops for s in steps_of[op]]
-        for op in ops:
-            for step in steps_of[op]:
-                for expr in list(step.inputs) + [step.output]:
-                    if any(expr.same_as(k) for k in tensors):
-                        continue
-                    name = _tvm.var_name(expr) if isinstance(expr, relax.Var) else "w"
-                    tensors[expr] = (f"{name}_{len(tensors)}", _tvm.shape_of(expr),
-                                     _tvm.dtype_of(expr))
-                    if not any(expr.same_as(m) for m in made):
-                        inputs.append(expr)
-        func = build_cpu_primfunc(program, steps_of, tensors, inputs, outs)
-        gvar = self.builder_.add_func(func, program.name)
-        out_ty = [relax.TensorType(_tvm.shape_of(v), _tvm.dtype_of(v)) for v in outs]
-        return relax.call_tir(gvar, inputs, out_ty=out_ty), outs
