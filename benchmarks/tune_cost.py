@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import statistics
 import time
 from pathlib import Path
 
+import numpy as np
 from scipy.stats import spearmanr
 
 from tvm_ios import models
@@ -28,7 +30,8 @@ from tvm_ios.cost.measure import MeasureSettings, Measurer
 from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.cost.xgb import train_and_evaluate
 from tvm_ios.passes.apply_schedule import ApplySchedule
-from tvm_ios.runtime.compare import compare_modules
+from tvm_ios import _tvm
+from tvm_ios.runtime.compare import build, random_inputs, run, time_module
 
 
 def _tune(mod, log, policy, measurer, options, margin):
@@ -68,6 +71,31 @@ def _roofline_spearman(model, graph, options) -> dict:
     return {"n": len(pairs), "spearman": float(spearmanr(est, real).statistic)}
 
 
+def _side_by_side(mod, params, schedules: dict, rounds: int) -> dict:
+    """Whole-model latency of the sequential build and of each schedule, timed in turn
+    round after round on the same input (medians), outputs checked against the original."""
+    builds = {"sequential": build(mod, params=params)}
+    for policy, schedule in schedules.items():
+        builds[policy] = build(ApplySchedule(schedule)(mod), params=params)
+    inputs = random_inputs(_tvm.bind_params(mod, params))
+    reference = run(builds["sequential"], inputs)
+    times = {name: [] for name in builds}
+    for _ in range(rounds):
+        for name, executable in builds.items():
+            times[name].append(time_module(executable, inputs, number=1, repeat=1))
+    out = {"sequential_real_ms": round(statistics.median(times["sequential"]), 3)}
+    for policy in schedules:
+        diff = max(float(np.abs(a - b).max()) for a, b in zip(
+            _flat(run(builds[policy], inputs)), _flat(reference)))
+        out[policy] = {"real_ms": round(statistics.median(times[policy]), 3),
+                       "max_abs_diff": diff}
+    return out
+
+
+def _flat(value) -> list:
+    return [value] if isinstance(value, np.ndarray) else [a for v in value for a in _flat(v)]
+
+
 def bench(name, size, args, measurer, out: Path) -> dict:
     """Both policies on one model; returns the figures."""
     mod, params = models.get(name, image_size=size)
@@ -89,12 +117,10 @@ def bench(name, size, args, measurer, out: Path) -> dict:
     row["candidates"] = len({full.signature(graph, grp, m)
                              for grp, m in full.candidates(graph, **options)})
     row["hybrid"]["under_measured_figures_us"] = round(_priced(full, graph, runs["hybrid"][2]), 1)
-    for policy in ("measured", "hybrid"):
-        rewritten = ApplySchedule(runs[policy][2])(mod)
-        cmp = compare_modules(mod, rewritten, params, timing=True, repeat=args.repeat)
-        row[policy]["real_ms"] = round(cmp.latency_ms_rewritten, 3)
-        row[policy]["max_abs_diff"] = cmp.max_abs_diff
-        row["sequential_real_ms"] = round(cmp.latency_ms_original, 3)
+    timed = _side_by_side(mod, params, {p: runs[p][2] for p in runs}, args.repeat)
+    row["sequential_real_ms"] = timed.pop("sequential_real_ms")
+    for policy, figures in timed.items():
+        row[policy].update(figures)
     row["roofline_vs_measured"] = _roofline_spearman(full, graph, options)
     row["xgb"] = {"log": row["measured"]["log"],
                   **train_and_evaluate(full.log.records, out / f"{name}_{size}_xgb.json")}
@@ -111,7 +137,8 @@ def main() -> None:
     parser.add_argument("--margin", type=float, default=0.0, help="hybrid optimism margin")
     parser.add_argument("--number", type=int, default=1)
     parser.add_argument("--stage-repeat", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=5, help="repeats of whole-model timing")
+    parser.add_argument("--repeat", type=int, default=15,
+                        help="rounds of whole-model timing (each times every build once)")
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--out", default="/tmp/tune_cost")
     parser.add_argument("--resume", action="store_true",

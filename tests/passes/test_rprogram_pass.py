@@ -23,8 +23,11 @@ def _calls_to(mod, prefix):
 def test_ios_policy_matches_original(seed):
     mod, params = dag_model(seed, num_ops=10, p=0.2)
     rewrite = RProgramPass("ios", cost_model=AnalyticalCostModel("h100"))
+    before = mod.clone()
     new = rewrite(mod)
     assert rewrite.programs and _calls_to(new, "main_ios_stage")
+    assert not _calls_to(mod, "main_ios_stage")  # the caller's module is left as it was
+    tvm.ir.assert_structural_equal(mod, before)
     for program in rewrite.programs:
         simulate(program)
     result = compare_modules(mod, new, params)

@@ -67,8 +67,10 @@ class ExpectedOutlined:
 
 def test_instances_become_calls_of_one_shared_function():
     # both halves are the same computation, so they call one private function
+    before = Before.clone()
     after = SplitInstances(tiny(128, cores=1))(Before)
     tvm.ir.assert_structural_equal(tvm.IRModule(after.functions), ExpectedOutlined)
+    tvm.ir.assert_structural_equal(Before, before)  # the caller's module is left as it was
 
 
 def test_relu_split_in_two_along_channels():

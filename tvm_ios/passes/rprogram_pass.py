@@ -76,9 +76,9 @@ class RProgramPass:
         ext = extract(mod[self.func_name], name=self.func_name)
         graph, members = augment(ext)
         schedule, items = self._plan(mod, ext, graph, members)
-        rewriter = _RegionRewriter(ext, members, items, mod, self.backend)
-        new_func = rewriter.visit_expr(ext.func)
-        mod = rewriter.builder_.get().clone()  # the builder may hold the caller's module
+        rewriter = _RegionRewriter(ext, members, items, mod.clone(), self.backend)
+        new_func = rewriter.visit_expr(ext.func)  # (the builder adds functions to its module)
+        mod = rewriter.builder_.get()
         mod[mod.get_global_var(self.func_name)] = new_func
         mod = self.backend.finish(mod)
         self.programs = rewriter.built

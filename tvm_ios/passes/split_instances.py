@@ -62,7 +62,8 @@ class SplitInstances:
         sgs = sg_masks(lg, [sg["layers"] for sg in plan.sgs])
         splits = [(sg["dim"], sg["factor"]) for sg in plan.sgs]
         order = sorted((i["sg"], i["k"]) for i in plan.split["instances"])
-        emitter = InstanceEmitter(SGContext(lg, hw), sgs, splits, order, mod, self.outline)
+        emitter = InstanceEmitter(SGContext(lg, hw), sgs, splits, order, mod.clone(),
+                                  self.outline)  # the builder adds functions to its module
         new_func = relax.analysis.remove_all_unused(emitter.visit_expr(mod[self.func_name]))
         new_mod = emitter.builder_.get()
         new_mod[new_mod.get_global_var(self.func_name)] = new_func
