@@ -112,3 +112,11 @@ def test_records_older_than_signatures_are_still_found(tmp_path, measurer, tiny)
     old = MeasuredCostModel(tiny, None, log)
     assert old.logged(graph, [[0]]) == lines[0]["median_us"]
     assert old.counts["measured"] == 0
+
+
+def test_a_stage_is_one_stage_whatever_order_its_groups_are_listed_in(tmp_path, tiny):
+    model = MeasuredCostModel(tiny, None, None)
+    graph = _graph(model)
+    assert model.signature(graph, [[2, 0], [1]]) == model.signature(graph, [[1], [0, 2]])
+    assert model.stage(graph, [[1], [0, 2]]) is model.stage(graph, [[0, 2], [1]])
+    assert model.signature(graph, [[0, 2], [1]]) != model.signature(graph, [[0, 1], [2]])

@@ -147,8 +147,9 @@ def hybrid_schedule(graph: OpGraph, measured: MeasuredCostModel, predictor, *,
         schedule = ios_schedule(graph, hybrid, **ios_options)
         todo = [r for r in _stage_refs(graph, schedule)
                 if not hybrid.is_measured(graph, [list(g) for g in r[0]], r[1])]
-        if not todo or measured.prefetch(graph, todo) == 0:
+        if not todo:
             break
+        measured.prefetch(graph, todo)  # a stage that fails is priced infinite from now on
         hybrid.predictor = _ready(predictor, measured, retrain)
         if hybrid.predictor is predictor and hasattr(predictor, "fit") and retrain:
             hybrid.raw.clear()  # retrained on measurements: no scaling needed

@@ -25,12 +25,20 @@ from .measure import MeasureError, Measurer
 from .signature import StageSigner
 from .stage_module import StageModule, stage_module
 
-__all__ = ["MeasuredCostModel", "StageRef"]
+__all__ = ["MeasuredCostModel", "StageRef", "canonical_groups"]
 
 logger = logging.getLogger(__name__)
 
 #: A stage of a graph: (groups as tuples of node ids, merged?).
 StageRef = tuple
+
+
+def canonical_groups(groups: Sequence[Sequence[int]]) -> tuple:
+    """A stage's groups in one order, whatever order they were listed in: each group's ids
+    sorted, groups ordered by their bitset value (the order the IOS DP prices them in).
+    Concurrent groups are a set; measuring a stage once means naming it one way."""
+    ordered = (tuple(sorted(g)) for g in groups)
+    return tuple(sorted(ordered, key=lambda g: sum(1 << i for i in g)))
 
 
 class MeasuredCostModel:
@@ -91,7 +99,7 @@ class MeasuredCostModel:
                   merge: bool = False) -> str:
         """The stage's signature (cheap: no module is built)."""
         fingerprint, signer = self._signer(graph)
-        ident = (fingerprint, tuple(tuple(sorted(g)) for g in groups), merge)
+        ident = (fingerprint, canonical_groups(groups), merge)
         if ident not in self.signatures:
             self.signatures[ident] = signer.signature(ident[1], merge)
         return self.signatures[ident]
@@ -100,9 +108,9 @@ class MeasuredCostModel:
               merge: bool = False) -> StageModule:
         """The (cached) standalone module of a stage of a registered graph."""
         fingerprint, signer = self._signer(graph)
-        ident = (fingerprint, tuple(tuple(sorted(g)) for g in groups), merge)
+        ident = (fingerprint, canonical_groups(groups), merge)
         if ident not in self.modules:
-            self.modules[ident] = stage_module(self.extractions[fingerprint], groups, merge,
+            self.modules[ident] = stage_module(self.extractions[fingerprint], ident[1], merge,
                                                signer)
         return self.modules[ident]
 
@@ -187,7 +195,9 @@ class MeasuredCostModel:
                                f"{self.target} on {self.device_key} and no measurer is set")
         results = self.measurer.measure(list(todo.values()), on_result=self._record)
         errors = [r for r in results if r.error]
-        if errors and len(errors) == len(results):
+        if errors and len(errors) == len(results) and \
+                not self.log.for_device(self.target, self.device_key):
+            # nothing ever measured here: the target or runner is broken, not one stage
             raise MeasureError(f"no stage could be measured; first error: {errors[0].error}")
         return len(results) - len(errors)
 

@@ -1,0 +1,90 @@
+"""Analysis (not a test): replay the hybrid policy against a complete measured log.
+
+A log written by ``tune_cost.py --policy measured`` holds every candidate stage of a model.
+Replaying answers each of the hybrid policy's measurements from that log instead of the
+machine, so policies and margins are compared on the *same* figures, free of the noise of
+two measuring runs: how many stages each measures, and its schedule's latency priced by the
+log against the measured optimum.
+
+    PYTHONPATH=. python benchmarks/replay_hybrid.py inception_v3 --image-size 75 -r 2 -s 3 \\
+        --log /tmp/tc/inception_v3_75_measured.jsonl --margins 0 0.03 0.1 [--xgb]
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+
+from tvm_ios import models
+from tvm_ios.cost.analytical import AnalyticalCostModel
+from tvm_ios.cost.hybrid import hybrid_schedule
+from tvm_ios.cost.log import MeasureLog
+from tvm_ios.cost.measure import MeasureResult, Measurer
+from tvm_ios.cost.measured import MeasuredCostModel
+from tvm_ios.cost.xgb import XGBCostModel
+from tvm_ios.schedule.ios import ios_schedule
+
+
+class LogReplay:
+    """Answers ``measure`` from a complete log (same interface as :class:`Measurer`)."""
+
+    def __init__(self, path: str):
+        self.log = MeasureLog(path)
+        probe = Measurer("llvm")
+        self.target_str, self.device_key = probe.target_str, probe.device_key
+
+    def measure(self, stages, on_result=None):
+        out = []
+        for stage in stages:
+            record = self.log.lookup_signature(stage.signature, self.target_str,
+                                               self.device_key)
+            result = MeasureResult(stage.key, run_secs=record.run_secs) if record else \
+                MeasureResult(stage.key, error="not in the replayed log")
+            out.append(result)
+            if on_result is not None:
+                on_result(stage, result)
+        return out
+
+
+def _price(model, graph, schedule) -> float:
+    total = 0.0
+    for stage in schedule.stages:
+        groups = [[graph.index[n] for n in g] for g in stage.groups]
+        total += model.merged_latency(graph, [g[0] for g in groups]) \
+            if stage.strategy == "merge" else model.stage_latency(graph, groups)
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("--image-size", type=int, default=75)
+    parser.add_argument("-r", type=int, default=2)
+    parser.add_argument("-s", type=int, default=3)
+    parser.add_argument("--log", required=True, help="complete measured log of the model")
+    parser.add_argument("--margins", nargs="+", type=float, default=[0.0])
+    parser.add_argument("--xgb", action="store_true", help="XGBoost predictor (retrained)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    mod, _ = models.get(args.model, image_size=args.image_size)
+    options = {"max_group_size": args.r, "max_num_groups": args.s}
+    full = MeasuredCostModel(mod, None, args.log)
+    graph = next(iter(full.extractions.values())).graph
+    best = ios_schedule(graph, full, **options)
+    candidates = {full.signature(graph, g, m) for g, m in full.candidates(graph, **options)}
+    print(f"{args.model} {args.image_size}px r={args.r} s={args.s}: {len(candidates)} "
+          f"candidate stages; optimum by the log {best.latency_us:.0f} us")
+    for margin in args.margins:
+        model = MeasuredCostModel(mod, LogReplay(args.log), None)
+        predictor = XGBCostModel("llvm") if args.xgb else AnalyticalCostModel("llvm")
+        start = time.perf_counter()
+        schedule = hybrid_schedule(graph, model, predictor, margin=margin, **options)
+        price, count = _price(full, graph, schedule), model.counts["measured"]
+        print(f"  {type(predictor).__name__} margin {margin}: {count} measured "
+              f"({count / len(candidates):.1%}) in {schedule.stats['hybrid_rounds']} rounds, "
+              f"schedule {price:.0f} us by the log ({price / best.latency_us - 1:+.2%}), "
+              f"{time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
