@@ -17,6 +17,7 @@ import time
 
 from tvm_ios import models
 from tvm_ios.cost.analytical import AnalyticalCostModel
+from tvm_ios.cost.base import schedule_latency
 from tvm_ios.cost.hybrid import hybrid_schedule
 from tvm_ios.cost.log import MeasureLog
 from tvm_ios.cost.measure import MeasureResult, Measurer
@@ -46,15 +47,6 @@ class LogReplay:
         return out
 
 
-def _price(model, graph, schedule) -> float:
-    total = 0.0
-    for stage in schedule.stages:
-        groups = [[graph.index[n] for n in g] for g in stage.groups]
-        total += model.merged_latency(graph, [g[0] for g in groups]) \
-            if stage.strategy == "merge" else model.stage_latency(graph, groups)
-    return total
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
@@ -79,7 +71,7 @@ def main() -> None:
         predictor = XGBCostModel("llvm") if args.xgb else AnalyticalCostModel("llvm")
         start = time.perf_counter()
         schedule = hybrid_schedule(graph, model, predictor, margin=margin, **options)
-        price, count = _price(full, graph, schedule), model.counts["measured"]
+        price, count = schedule_latency(full, graph, schedule), model.counts["measured"]
         print(f"  {type(predictor).__name__} margin {margin}: {count} measured "
               f"({count / len(candidates):.1%}) in {schedule.stats['hybrid_rounds']} rounds, "
               f"schedule {price:.0f} us by the log ({price / best.latency_us - 1:+.2%}), "

@@ -25,6 +25,7 @@ from scipy.stats import spearmanr
 
 from tvm_ios import models
 from tvm_ios.cost.analytical import AnalyticalCostModel
+from tvm_ios.cost.base import schedule_latency
 from tvm_ios.cost.hybrid import hybrid_schedule, measured_schedule
 from tvm_ios.cost.measure import MeasureSettings, Measurer
 from tvm_ios.cost.measured import MeasuredCostModel
@@ -44,16 +45,6 @@ def _tune(mod, log, policy, measurer, options, margin):
         schedule = hybrid_schedule(graph, model, AnalyticalCostModel("llvm"), margin=margin,
                                    **options)
     return model, graph, schedule, time.perf_counter() - start
-
-
-def _priced(model, graph, schedule) -> float:
-    """A schedule's latency under ``model``'s (measured) figures."""
-    total = 0.0
-    for stage in schedule.stages:
-        groups = [[graph.index[n] for n in g] for g in stage.groups]
-        total += model.merged_latency(graph, [g[0] for g in groups]) \
-            if stage.strategy == "merge" else model.stage_latency(graph, groups)
-    return total
 
 
 def _roofline_spearman(model, graph, options) -> dict:
@@ -116,7 +107,8 @@ def bench(name, size, args, measurer, out: Path) -> dict:
     full, graph, _ = runs["measured"]
     row["candidates"] = len({full.signature(graph, grp, m)
                              for grp, m in full.candidates(graph, **options)})
-    row["hybrid"]["under_measured_figures_us"] = round(_priced(full, graph, runs["hybrid"][2]), 1)
+    row["hybrid"]["under_measured_figures_us"] = round(
+        schedule_latency(full, graph, runs["hybrid"][2]), 1)
     timed = _side_by_side(mod, params, {p: runs[p][2] for p in runs}, args.repeat)
     row["sequential_real_ms"] = timed.pop("sequential_real_ms")
     for policy, figures in timed.items():

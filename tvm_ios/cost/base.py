@@ -14,7 +14,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 from ..graph.opgraph import OpGraph
 
-__all__ = ["CostModel", "check_cost_model"]
+__all__ = ["CostModel", "check_cost_model", "schedule_latency"]
 
 
 @runtime_checkable
@@ -34,3 +34,14 @@ def check_cost_model(model: object) -> CostModel:
         raise TypeError(f"{type(model).__name__} is not a cost model: it needs methods "
                         "stage_latency(graph, groups) and merged_latency(graph, ops)")
     return model
+
+
+def schedule_latency(model: CostModel, graph: OpGraph, schedule) -> float:
+    """The latency (us) of a :class:`~tvm_ios.schedule.schedule.Schedule` of ``graph``
+    priced stage by stage by ``model`` (e.g. one schedule under another's measurements)."""
+    total = 0.0
+    for stage in schedule.stages:
+        groups = [[graph.index[n] for n in g] for g in stage.groups]
+        total += model.merged_latency(graph, [g[0] for g in groups]) \
+            if stage.strategy == "merge" else model.stage_latency(graph, groups)
+    return total
