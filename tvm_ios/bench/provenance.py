@@ -100,7 +100,7 @@ def provenance(argv: list[str] | None = None) -> dict:
     """What produced a result, now: command, commit, machine, versions, date (no digest)."""
     argv = list(sys.argv if argv is None else argv)
     script = _script(argv)
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    status = _git("status", "--porcelain")
     dirty = [line[3:] for line in (status or "").splitlines() if line.strip()]
     try:
         cores = len(os.sched_getaffinity(0))
