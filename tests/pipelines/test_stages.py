@@ -88,9 +88,6 @@ def test_online_search_keeps_results_when_a_stage_fails(plan):
 
 
 def _zoo_pipeline_matches(name, image_size, first):
-    models = pytest.importorskip("tvm_ios.models")
-    if not hasattr(models, "get"):
-        pytest.skip("the model zoo is not merged into this branch yet")
     mod, params = models.get(name, image_size=image_size)
     plan = StagePlan.from_model(mod, params)
     eps = parse_eps("cpu2")
