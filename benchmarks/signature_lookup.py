@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from tvm_ios import models
-from tvm_ios.bench.provenance import write_results
+from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.cost.log import MeasureLog
 from tvm_ios.cost.measured import MeasuredCostModel, canonical_groups
 from tvm_ios.cost.stage_module import stage_module
@@ -85,10 +85,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timings per stage and way")
     parser.add_argument("--results", default=str(RESULTS))
     args = parser.parse_args()
+    started = provenance()  # the code and command that run, before anything changes
     logging.basicConfig(level=logging.WARNING)
     rows = [bench(spec, args) for spec in args.models]
     settings = {"r": args.r, "s": args.s, "sample": args.sample, "rounds": args.rounds}
-    print(f"results: {write_results(args.results, {'settings': settings, 'rows': rows})}")
+    print(f"results: {write_results(args.results, {'settings': settings, 'rows': rows}, started)}")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from tvm_ios import _tvm, models
-from tvm_ios.bench.provenance import write_results
+from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.cost.base import schedule_latency
 from tvm_ios.cost.devices import preset_for_target
@@ -146,6 +146,7 @@ def main() -> None:
                         help="keep existing logs (their stages count as cached, not measured; "
                              "the results record which log each row resumed from)")
     args = parser.parse_args()
+    started = provenance()  # the code and command that run, before anything changes
     logging.basicConfig(level=logging.WARNING)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -166,7 +167,7 @@ def main() -> None:
                 "stage_repeat": args.stage_repeat, "repeat": args.repeat,
                 "batch_size": args.batch_size, "target": measurer.target_str,
                 "resume": args.resume}
-    print(f"results: {write_results(args.results, {'settings': settings, 'rows': rows})}")
+    print(f"results: {write_results(args.results, {'settings': settings, 'rows': rows}, started)}")
     for row in rows:
         m, h = row["measured"], row["hybrid"]
         print(f"{row['model']} {row['image_size']}px r={row['r']} s={row['s']}: "

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from tvm_ios import models
-from tvm_ios.bench.provenance import write_results
+from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.cost.log import MeasureLog
 from tvm_ios.cost.measure import MeasureSettings, Measurer
 from tvm_ios.cost.measured import MeasuredCostModel
@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("--results", default=str(RESULTS))
     parser.add_argument("--data", metavar="FILE", help="also write the logs here")
     args = parser.parse_args()
+    started = provenance()  # the code and command that run, before anything changes
     logging.basicConfig(level=logging.WARNING)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -91,11 +92,11 @@ def main() -> None:
     settings = {"r": args.r, "s": args.s, "number": args.number, "repeat": args.repeat,
                 "target": measurer.target_str, "device": by_model["device"]}
     path = write_results(args.results, {"settings": settings,
-                                        "models": [row for _, row, _ in measured]})
+                                        "models": [row for _, row, _ in measured]}, started)
     print(f"results: {path}")
     if args.data:
         data = {name: [dataclasses.asdict(r) for r in records] for name, records in logs.items()}
-        print(f"logs: {write_results(args.data, {'settings': settings, 'logs': data}, indent=None)}")
+        print(f"logs: {write_results(args.data, {'settings': settings, 'logs': data}, started, indent=None)}")
 
 
 if __name__ == "__main__":

@@ -97,7 +97,8 @@ def _script(argv: list[str]) -> str:
 
 
 def provenance(argv: list[str] | None = None) -> dict:
-    """What produced a result, now: command, commit, machine, versions, date (no digest)."""
+    """What is producing a result: command (``argv``, default ``sys.argv``), commit and tree
+    state, machine, versions and date, now (no digest). Call it when a run starts."""
     argv = list(sys.argv if argv is None else argv)
     script = _script(argv)
     status = _git("status", "--porcelain")
@@ -111,8 +112,11 @@ def provenance(argv: list[str] | None = None) -> dict:
             "dirty": bool(dirty) if status is not None else None, "dirty_paths": dirty[:20],
             "cpu": cpu_model(), "cores": cores, "host": platform.node(),
             "platform": platform.platform(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "versions": versions()}
+            "date": _now(), "versions": versions()}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def results_digest(results) -> str:
@@ -121,14 +125,19 @@ def results_digest(results) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def write_results(path: str | Path, results, argv: list[str] | None = None,
+def write_results(path: str | Path, results, started: dict | None = None,
                   indent: int | None = 1) -> Path:
     """Write ``{"provenance": ..., "results": results}`` to ``path``; returns the path.
 
-    ``results`` must be JSON-serialisable; the provenance records its digest. ``argv`` is
-    the command line (default ``sys.argv``); ``indent=None`` writes one line (large data).
+    ``started`` is :func:`provenance` taken when the run began (a script calls it first
+    thing, so the commit and tree state are those of the code that ran, and ``date`` its
+    start); without it the provenance is taken now. Versions are read at writing time (they
+    include what the run imported lazily) and ``finished`` is added. ``results`` must be
+    JSON-serialisable; the provenance records its digest. ``indent=None`` writes one line.
     """
-    record = provenance(argv)
+    record = dict(started) if started is not None else provenance()
+    record["versions"] = versions()
+    record["finished"] = _now()
     record["results_sha256"] = results_digest(results)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
