@@ -17,7 +17,6 @@ import platform
 from pathlib import Path
 
 import numpy as np
-import tvm_ffi
 
 from .. import __version__ as TVM_IOS_VERSION
 from .. import _tvm
@@ -115,7 +114,7 @@ def _compile_kernels(executable, target, out: Path) -> tuple[dict | None, dict]:
     """
     if target.kind.name != "cuda":
         return None, {}
-    from tvm.support import nvcc  # noqa: PLC0415
+    from .._tvm import nvcc  # noqa: PLC0415
 
     sources = _cuda_sources(executable)
     if not sources:
@@ -145,7 +144,7 @@ def _reference(mod, inputs, weights, arrays, built=None) -> list[np.ndarray]:
 
 
 def _versions() -> dict:
-    return {"tvm": _tvm.TVM_VERSION, "tvm_ffi": tvm_ffi.__version__,
+    return {"tvm": _tvm.TVM_VERSION, "tvm_ffi": _tvm.tvm_ffi.__version__,
             "tvm_ios": TVM_IOS_VERSION, "numpy": np.__version__,
             "python": platform.python_version()}
 

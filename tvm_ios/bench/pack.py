@@ -136,7 +136,7 @@ def _copy_ffi(site: Path, ffi_wheel: str | Path | None) -> None:
     if ffi_wheel is not None:
         unpack_wheel(ffi_wheel, site, _FFI_SKIP_DIRS)
         return
-    import tvm_ffi  # noqa: PLC0415  (this Python's own build: for tests and same-Python hosts)
+    from .._tvm import tvm_ffi  # noqa: PLC0415  (this Python's own build: tests, same-Python hosts)
 
     _copy_tree(Path(tvm_ffi.__file__).parent, site / "tvm_ffi", _FFI_SKIP_DIRS)
 
