@@ -10,7 +10,7 @@ persistent kernel) for nvidia/nvidia-h100 (sm_90a), on this machine with no GPU 
 artifact with a valid manifest is kept, not rebuilt); then ``gpu_bench/packs/<model>.tar.gz`` (each under
 64 MiB, with TVM's runtime, apache-tvm-ffi for the host's Python, and that model's
 artifacts). On the GPU host: ``tar xzf <model>.tar.gz && sh pack/run.sh``; back here,
-``python -m tvm_ios.bench.table */results.json */torch_results.json -o docs/benchmarks.md``.
+``python -m tvm_ios.cli.bench_table */results.json */torch_results.json -o docs/benchmarks.md``.
 ``gpu_bench/build.json`` records what was built or kept, with the provenance of this run.
 """
 import argparse
@@ -25,7 +25,7 @@ import pack_runtime  # noqa: E402
 
 from tvm_ios.bench.manifest import Manifest, ManifestError  # noqa: E402
 from tvm_ios.bench.provenance import provenance, write_results  # noqa: E402
-from tvm_ios.bench.table import BATCHES, MODELS  # noqa: E402
+from tvm_ios.cli.bench_table import BATCHES, MODELS  # noqa: E402
 from tvm_ios.cli.main import main as tvm_ios  # noqa: E402
 
 

@@ -96,7 +96,9 @@ def main() -> None:
     print(f"results: {path}")
     if args.data:
         data = {name: [dataclasses.asdict(r) for r in records] for name, records in logs.items()}
-        print(f"logs: {write_results(args.data, {'settings': settings, 'logs': data}, started, indent=None)}")
+        written = write_results(args.data, {"settings": settings, "logs": data}, started,
+                                indent=None)
+        print(f"logs: {written}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ torch = pytest.importorskip(
 from tvm_ios import models  # noqa: E402
 from tvm_ios.bench.artifact import build_artifact  # noqa: E402
 from tvm_ios.bench.manifest import MANIFEST_NAME, sha256_file  # noqa: E402
-from tvm_ios.bench.torch_baselines import bench_torch, load_torch_model, main  # noqa: E402
+from tvm_ios.bench.torch_baselines import bench_torch, load_torch_model  # noqa: E402
+from tvm_ios.cli.bench_torch import main  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -49,12 +49,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE" || exit 1  # nothing in the caller's directory may shadow the packed modules
 export PYTHONPATH="$HERE/site${PYTHONPATH:+:$PYTHONPATH}"
 export TVM_USE_RUNTIME_LIB=1 TVM_DEVICE_BACKEND_AUTOLOAD=0
-"${PYTHON:-python3}" -m tvm_ios.bench.run "$HERE"/artifacts/* --json "$HERE/results.json" "$@"
+"${PYTHON:-python3}" -m tvm_ios.cli.bench_run "$HERE"/artifacts/* --json "$HERE/results.json" "$@"
 status=$?
 # PyTorch baselines on the host's own PyTorch, for artifacts of zoo models (net.json).
 ZOO=$(ls "$HERE"/artifacts/*/net.json 2>/dev/null | xargs -r -n1 dirname)
 if [ -n "$ZOO" ] && "${PYTHON:-python3}" -c "import torch" 2>/dev/null; then
-  "${PYTHON:-python3}" -m tvm_ios.bench.torch_baselines $ZOO \
+  "${PYTHON:-python3}" -m tvm_ios.cli.bench_torch $ZOO \
     --json "$HERE/torch_results.json" ${TORCH_MODES:+--modes $TORCH_MODES}
 fi
 exit $status

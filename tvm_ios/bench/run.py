@@ -1,6 +1,6 @@
 """Run a benchmark artifact with TVM's runtime only: check against the reference, then time.
 
-``python -m tvm_ios.bench.run DIR [--json FILE]`` works on a GPU host where only TVM's
+``python -m tvm_ios.cli.bench_run DIR [--json FILE]`` works on a GPU host where only TVM's
 runtime is present (no ``libtvm_compiler.so``, e.g. the pack of :mod:`tvm_ios.bench.pack`):
 TVM is imported in runtime-only mode, ``libtvm_runtime_cuda.so`` is loaded explicitly, and
 the CUDA source in the library is served the fatbin nvcc built with the artifact (NVRTC or
@@ -239,14 +239,3 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
     result.repeats_ms = _time(vm, tvm, device, manifest, weights, settings)
     result.latency_ms = statistics.median(result.repeats_ms)
     return result
-
-
-def main(argv=None) -> int:
-    """Command line: ``python -m tvm_ios.bench.run DIR [--json FILE]`` (prints a summary)."""
-    from ..cli.bench_run import main as cli_main  # noqa: PLC0415  (runtime-only as well)
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
