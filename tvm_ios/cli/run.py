@@ -87,5 +87,6 @@ def run(args) -> int:
     print(f"latency: original {result.latency_ms_original:.3f} ms, scheduled "
           f"{result.latency_ms_rewritten:.3f} ms ({speedup:.2f}x)")
     write_json(args.json, {"model": name, "target": args.target, **result.to_dict(),
-                           "schedule": schedule.to_dict() if schedule else None})
+                           "schedule": schedule.to_dict() if schedule else None},
+               provenance=True)
     return 0

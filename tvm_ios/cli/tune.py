@@ -188,6 +188,6 @@ def run(args) -> int:
               "({n} of {total}; optimistic, stages of one model are alike: "
               "benchmarks/xgb_holdout.py holds out whole models)".format(
                   total=len(model.log), **result["xgb"]))
-    write_json(args.json, result)
+    write_json(args.json, result, provenance=True)
     write_json(args.output, schedule.to_dict())
     return 0
