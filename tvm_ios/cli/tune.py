@@ -185,8 +185,8 @@ def run(args) -> int:
     if args.train_xgb:
         result["xgb"] = _train_xgb(model.log, args.train_xgb)
         print("XGBoost on {log}: MAPE {mape:.3f}, Spearman {spearman:.3f} on a {split} "
-              "({n} of {total}; optimistic, stages of one model are alike: "
-              "benchmarks/xgb_holdout.py holds out whole models)".format(
+              "({n} of {total}; stages of one model are alike, so this does not measure a "
+              "new model: benchmarks/xgb_holdout.py holds out whole models)".format(
                   total=len(model.log), **result["xgb"]))
     write_json(args.json, result, provenance=True)
     write_json(args.output, schedule.to_dict())

@@ -9,8 +9,8 @@ on (:func:`~.devices.preset_for_target` of their target); fitting a model on rec
 another target is refused. Accuracy is MAPE and Spearman rank correlation on held-out
 records: :func:`evaluate_by_model` holds out whole models (train on the others' logs, score
 the stages the training logs do not hold), which is what predicting a new model asks;
-:func:`train_and_evaluate` holds out a random share of one log, an optimistic figure since
-the stages of one model are near-duplicates. It implements the
+:func:`train_and_evaluate` holds out a random share of one log, which says little about a
+new model since the stages of one model are near-duplicates. It implements the
 :class:`~tvm_ios.cost.base.CostModel` protocol.
 
 Needs the ``xgboost`` package (``pip install tvm-ios[tune]`` installs the CPU build,
@@ -210,8 +210,8 @@ def train_and_evaluate(records: Sequence, path: str | Path | None = None, held_o
                        seed: int = 0) -> dict:
     """Fit on a random ``1 - held_out`` of the records, score the rest, save a full fit.
 
-    Optimistic: a random split of one model's log leaves near-duplicates of every held-out
-    stage in training (:func:`evaluate_by_model` does not). Returns ``{"split", "device",
+    A random split of one model's log leaves near-duplicates of the held-out stages in
+    training, so it does not measure a new model (:func:`evaluate_by_model` does). Returns ``{"split", "device",
     "train", "n", "mape", "spearman"}`` (scores on the held-out records); with ``path`` a
     model fitted on every record is saved there.
     """
