@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import tvm
-from tvm import relax
+from tvm import relax, tirx  # noqa: F401  (tirx re-exported)
 from tvm.relax.expr_functor import PyExprMutator, mutator  # noqa: F401  (re-exported)
 
 Op = tvm.ir.Op  #: a primitive op (``relax.Call.op`` of ``R.nn.conv2d`` and the like)
@@ -36,6 +36,20 @@ def to_numpy(value: Any) -> np.ndarray | list:
     if hasattr(value, "numpy"):
         return value.numpy()
     return [to_numpy(v) for v in value]
+
+
+def llvm_system_cpu() -> str:
+    """The CPU name LLVM detects here (``znver4``): the ``mcpu`` of a tuned llvm target."""
+    return str(tvm.target.codegen.llvm_get_system_cpu())
+
+
+def __getattr__(name: str):
+    """Heavy TVM parts, imported on first use: ``_tvm.ms`` is ``tvm.s_tir.meta_schedule``."""
+    if name == "ms":
+        from tvm.s_tir import meta_schedule  # noqa: PLC0415
+
+        return meta_schedule
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_target(target: str | dict | Target) -> Target:
