@@ -16,6 +16,7 @@ build stays untuned. A line that is not valid JSON is skipped with its file and 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -198,6 +199,15 @@ class KernelDB:
                 tmp.write_text("".join(g + "\n" for g in good))
                 os.replace(tmp, p)
         return folder
+
+    @property
+    def fingerprint(self) -> str:
+        """A short digest of the target and the record counts (read once): what a stage
+        measured with these kernels is logged under."""
+        if getattr(self, "_fingerprint", None) is None:
+            ident = f"{self.name}:{self.num_records('parallel')}:{self.num_records('serial')}"
+            self._fingerprint = hashlib.sha1(ident.encode()).hexdigest()[:10]
+        return self._fingerprint
 
     def num_records(self, variant: str) -> int:
         """Tuning records of a variant (lines of its record file)."""

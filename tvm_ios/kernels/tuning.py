@@ -187,8 +187,13 @@ def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial"), trials
 
 def _tune_variant(tasks, kernels, variant, todo, rpc, progress, seed, settings) -> None:
     work_dir = tempfile.mkdtemp(prefix="tvm_ios_tune_log_")
+    # a smaller evolutionary search than TVM's default (population 512, 4 generations):
+    # on 2 shared cores the default spends ~50 s per task choosing its first candidates
+    strategy = ms.search_strategy.EvolutionarySearch(
+        population_size=128, init_min_unmeasured=16, genetic_num_iters=2)
     contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-        tasks, work_dir, space=_space(variant), num_threads=1, seed=seed)
+        tasks, work_dir, space=_space(variant), strategy=strategy,
+        num_threads=len(os.sched_getaffinity(0)), seed=seed)
     per_iter = min(64, max(8, todo // max(1, len(contexts))))
     callback = TuneProgress(todo, None if progress is None else
                             (lambda done, total: progress(variant, done, total)))
