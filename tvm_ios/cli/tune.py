@@ -95,7 +95,7 @@ def _predictor(args, model):
     from ..cost.hybrid import MIN_RECORDS  # noqa: PLC0415
     from ..cost.xgb import XGBCostModel  # noqa: PLC0415
 
-    device = "llvm" if "llvm" in str(args.target) else args.device
+    device = "llvm" if "llvm" in str(args.target) else (args.device or "v100")
     if args.xgb_model:
         return XGBCostModel.load(args.xgb_model)
     if args.cost == "hybrid":
