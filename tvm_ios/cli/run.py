@@ -9,6 +9,7 @@ on the same weights is timed too when PyTorch is installed.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -40,21 +41,13 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def _cost_model(args, kernels):
+def _cost_model(args, kernels, engine: str = "rprogram"):
     """Stage costs measured with the kernels (their log, predictions for the rest), else
     the analytical model (the cpu preset on llvm)."""
     if kernels is not None and (kernels.path / "stages.jsonl").is_file():
-        from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415
-        from ..cost.hybrid import HybridCostModel  # noqa: PLC0415
-        from ..cost.measured import MeasuredCostModel  # noqa: PLC0415
+        from ..bench.cpu_builds import stage_cost_model  # noqa: PLC0415
 
-        def model(mod):
-            measured = MeasuredCostModel(mod, None, kernels.path / "stages.jsonl",
-                                         target=str(kernels.target), kernels=kernels)
-            hybrid = HybridCostModel(measured, AnalyticalCostModel("cpu"))
-            hybrid.calibrate()
-            return hybrid
-        return model
+        return lambda mod: stage_cost_model(mod, kernels, engine)
     return lambda mod: make_cost_model(args, args.target)
 
 
@@ -67,7 +60,7 @@ def scheduled_module(args, mod, kernels=None):
         return rprogram_module(args, mod, kernels)
     if args.schedule:
         return ApplySchedule(args.schedule, fallback=True)(mod)
-    return IOSPass(_cost_model(args, kernels)(mod), max_group_size=args.max_group_size,
+    return IOSPass(_cost_model(args, kernels, "sequential")(mod), max_group_size=args.max_group_size,
                    max_num_groups=args.max_num_groups, strategy=args.strategy,
                    **block_options(args))(mod)
 
@@ -104,6 +97,7 @@ def missing_device(target: str) -> str | None:
 
 def run(args) -> int:
     """Print the schedule, the max abs difference and both latencies; ``--json`` them."""
+    from .. import _tvm  # noqa: PLC0415
     from ..passes.apply_schedule import schedule_of  # noqa: PLC0415
     from ..runtime.compare import compare_modules  # noqa: PLC0415
 
@@ -112,6 +106,8 @@ def run(args) -> int:
         print(f"tvm-ios run: error: {missing}", file=sys.stderr)
         return 1
     mod, params, name = load_model(args)
+    if "llvm" in str(args.target):  # TVM's default on x86 is half the cores (hyper-threads)
+        _tvm.config_threads(_threads())
     kernels = kernels_of(args, name) if "llvm" in str(args.target) else None
     rewritten = scheduled_module(args, mod, kernels)
     schedule = schedule_of(rewritten)
@@ -138,6 +134,11 @@ def run(args) -> int:
     return 0
 
 
+def _threads() -> int:
+    """The thread count every build runs at: ``TVM_NUM_THREADS``, else the usable cores."""
+    return int(os.environ.get("TVM_NUM_THREADS") or len(os.sched_getaffinity(0)))
+
+
 def _tuned_build(kernels):
     """``(prepare, counts)``: what applies ``kernels`` to the bound rewritten module."""
     counts: dict = {}
@@ -162,11 +163,9 @@ def _pytorch_ms(args, name: str, params) -> float | None:
 
     if importlib.util.find_spec("torch") is None or name not in models.names():
         return None
-    import os  # noqa: PLC0415
-
     from ..bench.cpu_baselines import time_runner, torch_runner  # noqa: PLC0415
 
     net = models.net(name, image_size=args.image_size, batch_size=args.batch)
-    threads = int(os.environ.get("TVM_NUM_THREADS", len(os.sched_getaffinity(0))))
+    threads = _threads()
     x = np.random.default_rng(args.seed).standard_normal(net.input_node.shape).astype("float32")
     return time_runner(torch_runner(net, params, threads), x, repeat=max(3, args.repeat))[0]

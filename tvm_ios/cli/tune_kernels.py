@@ -109,7 +109,7 @@ def run(args) -> int:
         print(f"tvm-ios tune-kernels: error: {missing}", file=sys.stderr)
         return 2
     from .. import _tvm  # noqa: PLC0415
-    from ..cost.measure import MeasureError, _parse_tracker  # noqa: PLC0415
+    from ..cost.measure import MeasureError, _parse_tracker, check_tracker  # noqa: PLC0415
     from ..kernels.kernel_db import KernelDB, default_kernels_dir, host_target  # noqa
     from ..kernels.tuning import tune_kernels  # noqa: PLC0415
 
@@ -118,6 +118,12 @@ def run(args) -> int:
         raise ValueError(f"tune-kernels tunes llvm kernels; target {args.target!r} is "
                          f"{target.kind.name}")
     rpc = _parse_tracker(args.rpc_tracker, args.rpc_key) if args.rpc_tracker else None
+    try:
+        if rpc is not None:  # before anything slow: the tracker must answer first
+            check_tracker(*rpc, timeout_s=args.timeout)
+    except MeasureError as err:
+        print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
+        return 2
     mod, params, name = load_model(args)
     mod = _tvm.bind_params(mod, params)
     path = args.db or default_kernels_dir(name, args.image_size, target)

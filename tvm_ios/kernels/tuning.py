@@ -89,7 +89,7 @@ def _space(variant: str):
 
 
 def _serial_funcs(mod) -> dict:
-    """structural hash -> [PrimFunc, count] of every op's vDevice kernels."""
+    """structural hash -> [PrimFunc, count, name] of every op's vDevice kernels."""
     ext = extract(mod["main"], name="main")
     graph, members = augment(ext)
     bindings = list(ext.func.body.blocks[ext.block_index].bindings)
@@ -102,9 +102,11 @@ def _serial_funcs(mod) -> dict:
             logger.info("op %s has no vDevice kernel: %s", node.name, err)
             continue
         for step in steps:
+            name = str(step.func.attrs.get("global_symbol", node.name)) \
+                if step.func.attrs is not None else node.name
             func = step.func.with_attr("global_symbol", "main")
             key = _tvm.structural_hash(func)
-            funcs.setdefault(key, [func, 0])[1] += 1
+            funcs.setdefault(key, [func, 0, name])[1] += 1
     return funcs
 
 
@@ -114,9 +116,8 @@ def kernel_tasks(mod, kernels: KernelDB, variant: str) -> list:
     if variant == "parallel":
         return list(ms.relax_integration.extract_tasks(fuse_for_tuning(mod, target), target))
     tasks = []
-    for k, (func, count) in enumerate(_serial_funcs(mod).values()):
+    for k, (func, count, name) in enumerate(_serial_funcs(mod).values()):
         task_mod = tvm.IRModule({"main": func})
-        name = str(func.attrs.get("global_symbol", f"op{k}")) if func.attrs else f"op{k}"
         tasks.append(ms.ExtractedTask(f"serial_{k}_{name}", task_mod, target, [task_mod],
                                       count))
     return tasks
@@ -166,14 +167,15 @@ def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial"), trials
     progress : callable, optional
         ``progress(variant, done, total)`` after each measured batch.
     """
-    reports = []
+    reports, runner = [], None
     for variant in variants:
         tasks = kernel_tasks(mod, kernels, variant)
         before = kernels.num_records(variant)
         todo = max(0, trials - before)
         start = time.perf_counter()
         if tasks and todo:
-            _tune_variant(tasks, kernels, variant, todo, rpc, progress, seed, settings)
+            runner = runner or _runner(rpc, settings)  # one worker pool for both variants
+            _tune_variant(tasks, kernels, variant, todo, runner, progress, seed)
         wall = time.perf_counter() - start
         after = kernels.num_records(variant)
         reports.append(TuneReport(variant, len(tasks), after - before, after, wall))
@@ -185,7 +187,7 @@ def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial"), trials
     return reports
 
 
-def _tune_variant(tasks, kernels, variant, todo, rpc, progress, seed, settings) -> None:
+def _tune_variant(tasks, kernels, variant, todo, runner, progress, seed) -> None:
     work_dir = tempfile.mkdtemp(prefix="tvm_ios_tune_log_")
     # a smaller evolutionary search than TVM's default (population 512, 4 generations):
     # on 2 shared cores the default spends ~50 s per task choosing its first candidates
@@ -200,7 +202,7 @@ def _tune_variant(tasks, kernels, variant, todo, rpc, progress, seed, settings) 
     logger.info("tuning %d %s tasks, %d trials", len(contexts), variant, todo)
     ms.tune.tune_tasks(tasks=contexts, task_weights=weights, work_dir=work_dir,
                        max_trials_global=todo, num_trials_per_iter=per_iter,
-                       builder=InProcessBuilder(), runner=_runner(rpc, settings),
+                       builder=InProcessBuilder(), runner=runner,
                        database=kernels.database(variant, writable=True), cost_model="xgb",
                        measure_callbacks=list(ms.MeasureCallback.create("default")) + [callback],
                        task_scheduler="gradient")
