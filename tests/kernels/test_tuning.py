@@ -95,3 +95,16 @@ def test_database_changes_the_vEU_kernels_of_an_rprogram(model, tuned):
     ref = run(tvm.compile(model, "llvm"), x)
     out = run(tvm.compile(apply_kernels(mods[1], kernels), kernels.target), x)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_ios_pipeline_applies_the_database(model, tuned):
+    from tvm_ios.pipeline import ios_pipeline
+
+    kernels, _ = tuned
+    with kernels.target:
+        lowered = ios_pipeline(kernels=kernels)(model)
+        untuned = ios_pipeline()(model)
+    assert tuned_functions(lowered)[0] >= 1 and tuned_functions(untuned)[0] == 0
+    x = random_inputs(model)
+    out = run(tvm.compile(model, kernels.target, relax_pipeline=ios_pipeline(kernels=kernels)), x)
+    np.testing.assert_allclose(out, run(tvm.compile(model, "llvm"), x), rtol=1e-4, atol=1e-4)

@@ -23,7 +23,7 @@ from tvm import relax
 from .. import _tvm
 
 __all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "strip_parallel",
-           "tuned_functions", "TUNED_ATTR"]
+           "tuned_functions", "kernels_pass", "TUNED_ATTR"]
 
 logger = logging.getLogger(__name__)
 
@@ -116,3 +116,18 @@ def serial_kernels(kernels):
                              if isinstance(f, _tvm.tirx.PrimFunc) else f
                              for gv, f in mod.functions.items()}, attrs=mod.attrs)
     return transform
+
+
+def kernels_pass(kernels):
+    """A module pass applying a kernel database (a :class:`~.kernel_db.KernelDB` or its
+    directory; one tuned for another CPU is refused with a warning: untuned) to a Relax
+    module: legalized, fused, tuned kernels in (what the ``ios`` pipeline runs on llvm)."""
+    from .kernel_db import KernelDB, open_kernels  # noqa: PLC0415
+
+    db = kernels if isinstance(kernels, KernelDB) else open_kernels(kernels)
+
+    @_tvm.module_pass(opt_level=0, name="tvm_ios.ApplyKernels")
+    def _apply_pass(mod, _ctx):
+        return apply_kernels(mod, db, db.target if db is not None else "llvm")
+
+    return _apply_pass
