@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_latency_report import COLUMNS, provenance, render  # noqa: E402
+from cpu_latency_report import COLUMNS, provenance, render, write_results  # noqa: E402
 
 from tvm_ios import _tvm, models  # noqa: E402
 from tvm_ios.bench import cpu_baselines as cb  # noqa: E402
@@ -201,17 +202,16 @@ def main(argv=None) -> int:
         text = render(json.loads(Path(args.render).read_text()), args.doc, args.render)
         print(text)
         return 0
-    started = provenance(argv if argv is not None else sys.argv[1:])
+    started = provenance([sys.argv[0], *(argv if argv is not None else sys.argv[1:])])
+    started["load_average_at_start"] = list(os.getloadavg())  # the machine may be shared
     results = {}
     for name, size in _sizes(args):
         start = time.perf_counter()
         results[name] = _bench_model(name, size, args)
         results[name]["wall_s"] = round(time.perf_counter() - start, 1)
         print(render({"results": {name: results[name]}}, None, None))
-    document = {"provenance": started, "results": results}
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(document, indent=1) + "\n")
+        write_results(args.json, results, started)
     return 0
 
 

@@ -36,29 +36,61 @@ def _cpu() -> str:
 
 
 def provenance(argv) -> dict:
-    """Who measured: command, commit, machine, versions, date (taken at the start)."""
+    """Who measured: command, commit, machine, versions, date (taken at the start).
+
+    ``argv`` is the full command line (``sys.argv``). The shared helper
+    (``tvm_ios.bench.provenance``) is used when it exists; this fallback has its fields.
+    """
     try:
         from tvm_ios.bench.provenance import provenance as shared  # noqa: PLC0415
-        return shared()
+        return shared(argv)
     except ImportError:
         pass
+    status = _git("status", "--porcelain") or ""
+    return {"command": " ".join(["python", *argv]), "script": "benchmarks/cpu_latency.py",
+            "commit": _git("rev-parse", "HEAD"), "dirty": bool(status.strip()),
+            "dirty_paths": [ln[3:] for ln in status.splitlines() if ln.strip()][:20],
+            "cpu": _cpu(), "cores": len(os.sched_getaffinity(0)), "host": platform.node(),
+            "platform": platform.platform(), "date": _now(), "versions": _versions()}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _versions() -> dict:
     import importlib.metadata as md  # noqa: PLC0415
 
-    versions = {"python": platform.python_version()}
-    for dist in ("apache-tvm", "apache-tvm-ffi", "numpy", "torch", "onnxruntime", "onnx",
-                 "xgboost-cpu", "tvm-ios"):
+    out = {"python": platform.python_version()}
+    for key, dist in (("tvm", "apache-tvm"), ("tvm_ffi", "apache-tvm-ffi"), ("numpy", "numpy"),
+                      ("tvm_ios", "tvm-ios"), ("torch", "torch"),
+                      ("onnxruntime", "onnxruntime"), ("onnx", "onnx"),
+                      ("xgboost", "xgboost-cpu")):
         try:
-            versions[dist] = md.version(dist)
+            out[key] = md.version(dist)
         except md.PackageNotFoundError:
-            versions[dist] = None
-    status = _git("status", "--porcelain") or ""
-    return {"command": " ".join([sys.executable, *sys.argv[:1], *argv]),
-            "script": "benchmarks/cpu_latency.py", "commit": _git("rev-parse", "HEAD"),
-            "dirty": bool(status.strip()), "cpu": _cpu(), "cores": len(os.sched_getaffinity(0)),
-            "host": platform.node(), "platform": platform.platform(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "versions": versions,
-            "load_average": list(os.getloadavg())}
+            out[key] = None
+    return out
+
+
+def write_results(path, results, started: dict) -> Path:
+    """``{"provenance", "results"}`` to ``path`` (the shared helper's format, digest included)."""
+    try:
+        from tvm_ios.bench.provenance import write_results as shared  # noqa: PLC0415
+        return shared(path, results, started)
+    except ImportError:
+        pass
+    import hashlib  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    record = dict(started, versions=_versions(), finished=_now())
+    record["load_average_at_end"] = list(os.getloadavg())
+    text = json.dumps(results, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    record["results_sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"provenance": record, "results": results}, indent=1) + "\n")
+    return path
 
 
 def _ratio(row: dict, a: str, b) -> float | None:
@@ -85,6 +117,11 @@ def render(document: dict, doc: str | None, source: str | None) -> str:
                   f", commit `{str(prov.get('commit'))[:10]}`"
                   f"{' (dirty tree)' if prov.get('dirty') else ''}; command: "
                   f"`{prov.get('command')}`", ""]
+        load = prov.get("load_average_at_start")
+        if load:
+            lines += [f"Load average when it started: {load[0]:.1f} on {prov.get('cores')} "
+                      "cores" + (" (the machine was shared: figures are noisy, ratios were "
+                                 "measured side by side)" if load[0] > 1.0 else ""), ""]
     threads = sorted({t for r in results.values() for t in r["threads"]}, key=int)
     for t in threads:
         lines += [f"### {t} thread{'s' if t != '1' else ''}, batch 1, median ms", "",
