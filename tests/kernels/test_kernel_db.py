@@ -72,3 +72,15 @@ def test_a_directory_without_target_json_is_refused(tmp_path):
     with pytest.raises(KernelDBError, match="not a kernel database"):
         KernelDB(tmp_path)
     assert open_kernels(tmp_path / "missing", quiet_missing=True) is None
+
+
+def test_packed_database_is_what_a_checkout_carries(tmp_path):
+    kernels = _db_with_one_record(tmp_path, host_target(2))
+    packed = kernels.pack()
+    assert sorted(p.name for p in packed) == ["database_tuning_record.json.gz",
+                                              "database_workload.json.gz"]
+    for p in packed:
+        p.with_suffix("").unlink()  # a fresh checkout: only the .gz files
+    fresh = KernelDB(tmp_path)
+    assert fresh.num_records("parallel") == 1
+    assert len(fresh.database("parallel").get_all_tuning_records()) == 1

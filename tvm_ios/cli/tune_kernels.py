@@ -137,6 +137,7 @@ def run(args) -> int:
     except MeasureError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
+    kernels.pack()  # the .gz copies are what a checkout carries
     for r in reports:
         print(f"{name} {r.variant}: {r.tasks} tasks, {r.trials} trials measured now, "
               f"{r.records} records in {path}, {r.wall_s:.0f}s")

@@ -12,10 +12,12 @@ append-only) and a ``target.json`` naming the target they were tuned for:
 :func:`host_target` is the target a tuned build uses here (``mcpu`` of this CPU, its core
 count); :func:`target_name` names a directory after it (``llvm-znver4-2c``). A database
 tuned for another target is not applied: :func:`open_kernels` warns, naming both, and the
-build stays untuned. A line that is not valid JSON is skipped with its file and line named.
+build stays untuned. A line that is not valid JSON is skipped with its file and line named. What is committed
+are gzip copies of the JSON files (:meth:`KernelDB.pack`), unpacked on first use.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import logging
@@ -153,6 +155,7 @@ class KernelDB:
 
     def has(self, variant: str) -> bool:
         """Whether the variant's tuning-record file exists and holds a record."""
+        self.unpack(variant)
         path = self.path / variant / FILES[1]
         return path.is_file() and path.stat().st_size > 0
 
@@ -170,6 +173,7 @@ class KernelDB:
             return self._dbs[key]
         folder = self.path / variant
         folder.mkdir(parents=True, exist_ok=True) if writable else None
+        self.unpack(variant)
         paths = [folder / f for f in FILES]
         corrupt = {p: _clean_lines(p) for p in paths if p.is_file()}
         if any(bad for _, bad in corrupt.values()):
@@ -211,8 +215,34 @@ class KernelDB:
 
     def num_records(self, variant: str) -> int:
         """Tuning records of a variant (lines of its record file)."""
+        self.unpack(variant)
         path = self.path / variant / FILES[1]
         return len(_clean_lines(path)[0]) if path.is_file() else 0
+
+    def pack(self) -> list[Path]:
+        """Write ``<file>.gz`` beside each database file (what is committed: the JSON files
+        are large, ~70 kB a workload, and compress ~10x); returns the packed files."""
+        out = []
+        for variant in VARIANTS:
+            for name in FILES:
+                path = self.path / variant / name
+                if path.is_file():
+                    packed = path.with_name(name + ".gz")
+                    with open(path, "rb") as src, open(packed, "wb") as raw, \
+                            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as dst:
+                        shutil.copyfileobj(src, dst)
+                    out.append(packed)
+        return out
+
+    def unpack(self, variant: str) -> None:
+        """Restore a variant's JSON files from their ``.gz`` where the JSON is missing (a
+        fresh checkout has only the packed files; the JSON is the working copy)."""
+        for name in FILES:
+            path = self.path / variant / name
+            packed = path.with_name(name + ".gz")
+            if packed.is_file() and not path.is_file():
+                with gzip.open(packed, "rb") as src, open(path, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
 
     def close(self) -> None:
         """Forget open databases and remove repaired copies."""

@@ -108,13 +108,16 @@ def serial_kernels(kernels):
     def transform(mod):
         if kernels is None:
             return mod
+        funcs = dict(mod.functions.items())
         if kernels.has("serial"):
-            mod = _apply(mod, kernels, "serial")
-        if kernels.has("parallel"):
-            mod = _apply(mod, kernels, "parallel")
+            funcs.update(_apply(mod, kernels, "serial").functions.items())
+        rest = {gv: f for gv, f in funcs.items() if isinstance(f, _tvm.tirx.PrimFunc)
+                and not (f.attrs is not None and f.attrs.get(TUNED_ATTR, False))}
+        if rest and kernels.has("parallel"):  # only what the serial variant did not tune
+            funcs.update(_apply(tvm.IRModule(rest), kernels, "parallel").functions.items())
         return tvm.IRModule({gv: _fresh(strip_parallel(f))
                              if isinstance(f, _tvm.tirx.PrimFunc) else f
-                             for gv, f in mod.functions.items()}, attrs=mod.attrs)
+                             for gv, f in funcs.items()}, attrs=mod.attrs)
     return transform
 
 
