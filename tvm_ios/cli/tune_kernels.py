@@ -39,6 +39,8 @@ def add_parser(subparsers) -> None:
                         default=["parallel", "serial"],
                         help="parallel: the sequential build's kernels; serial: one-core "
                              "kernels the CPU vDevice inlines into vEUs (default both)")
+    parser.add_argument("--all-ops", action="store_true",
+                        help="tune every kernel, not only those with a convolution or matmul")
     parser.add_argument("--rpc-tracker", metavar="HOST:PORT", help="time on RPC servers")
     parser.add_argument("--rpc-key", help="device key of the RPC servers")
     parser.add_argument("--timeout", type=float, default=30.0,
@@ -133,7 +135,8 @@ def run(args) -> int:
                          "another --db")
     try:
         reports = tune_kernels(mod, kernels, args.variants, args.trials, rpc, _Bar(),
-                               seed=args.seed, timeout_s=args.timeout)
+                               seed=args.seed, anchors_only=not args.all_ops,
+                               timeout_s=args.timeout)
     except MeasureError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
