@@ -134,9 +134,11 @@ def _time_columns(runners, t, x, reference, args) -> dict:
         except Exception as err:  # noqa: BLE001  (a column that fails is reported)
             out[col] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
             continue
-        out[col] = {"max_abs_diff": diff}
-        if diff > args.tolerance:
-            out[col]["error"] = f"output differs by {diff:.3g} > {args.tolerance}"
+        scale = max(1.0, float(np.max(np.abs(reference))))
+        out[col] = {"max_abs_diff": diff, "max_abs_reference": scale}
+        if diff > args.tolerance * scale:
+            out[col]["error"] = (f"output differs by {diff:.3g} > {args.tolerance} x "
+                                 f"max(1, max |reference|) = {args.tolerance * scale:.3g}")
             continue
         live[col] = run
     samples: dict = {col: [] for col in live}
@@ -191,7 +193,8 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=10, help="calls per column per round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--tolerance", type=float, default=1e-3)
+    parser.add_argument("--tolerance", type=float, default=1e-3,
+                        help="largest |output - TVM default's| relative to max(1, max |ref|)")
     parser.add_argument("--skip-compile", action="store_true", help="no torch.compile column")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--render", metavar="JSON", help="only render a results file")

@@ -31,18 +31,39 @@ def _calls(mod) -> dict:
     return counts
 
 
+def _libraries(module) -> list:
+    out, queue = [], [module]
+    while queue:
+        m = queue.pop(0)
+        out.append(m)
+        queue.extend(m.imports)
+    return out
+
+
+def _has(module, name: str) -> bool:
+    try:
+        return module.get_function(name, query_imports=False) is not None
+    except Exception:  # noqa: BLE001  (tvm raises when absent)
+        return False
+
+
 def kernel_profile(mod, executable, threads: int, top: int = 15, number: int = 5) -> list:
     """``[{"kernel", "calls", "us", "total_us", "rprogram"}]`` of the build of ``mod``."""
     _tvm.config_threads(threads)
     device = _tvm.cpu()
+    libs = _libraries(executable.mod)
     rng = np.random.default_rng(0)
     rows = []
     for name, count in _calls(mod).items():
         func = mod[name]
         args = [_tvm.tensor(rng.standard_normal([int(d) for d in p.shape]).astype(str(p.dtype)),
                             device) for p in func.params]  # (0.27: params are buffers)
+        lib = next((m for m in libs if _has(m, name)), None)
+        if lib is None:
+            logger.info("kernel %s is not in the library", name)
+            continue
         try:
-            timer = executable.mod.time_evaluator(name, device, number=number, repeat=3)
+            timer = lib.time_evaluator(name, device, number=number, repeat=3)
             us = float(np.median(timer(*args).results)) * 1e6
         except Exception as err:  # noqa: BLE001  (a kernel the library does not export)
             logger.info("kernel %s not timed: %s", name, err)
