@@ -22,9 +22,11 @@ class Costs:
 
 
 def test_faster_concurrent_stage_is_kept():
-    out = sequential_fallback(GRAPH, SCHEDULE, Costs(together=15.0))
+    decisions = []
+    out = sequential_fallback(GRAPH, SCHEDULE, Costs(together=15.0), decisions)
     assert [s.groups for s in out.stages] == [s.groups for s in SCHEDULE.stages]
-    (decision,) = out.stats["fallback"]
+    assert out.stats["fallback"] == "1 concurrent kept, 0 made sequential"
+    (decision,) = decisions
     assert decision["kept"] == "concurrent" and decision["sequential_us"] == 20.0
 
 
@@ -32,6 +34,6 @@ def test_slower_concurrent_stage_becomes_sequential_in_graph_order(caplog):
     with caplog.at_level(logging.INFO, logger="tvm_ios.cost.fallback"):
         out = sequential_fallback(GRAPH, SCHEDULE, Costs(together=25.0))
     assert [s.groups for s in out.stages] == [[["a"]], [["b"]], [["c"]], [["d"]]]
-    assert out.stats["fallback"][0]["kept"] == "sequential"
+    assert out.stats["fallback"] == "0 concurrent kept, 1 made sequential"
     assert "concurrent 25.0 us, sequential 20.0 us: kept sequential" in caplog.text
     assert SCHEDULE.stages[1].groups == [["c"], ["b"]]  # the input schedule is left alone

@@ -85,9 +85,8 @@ def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = N
     """Concurrent stages as rPrograms of ``num_veus`` vEUs, tuned kernels."""
     info = info if info is not None else {}
     cost = cost or stage_cost_model(mod, kernels, engine="rprogram")
-    recorded = rprogram_schedule(mod, cost, **ios_options)
-    schedule = schedule_of(recorded)
-    info["fallback"] = schedule.stats.get("fallback", []) if schedule else []
+    info["fallback"] = []
+    recorded = rprogram_schedule(mod, cost, decisions=info["fallback"], **ios_options)
     rewrite = RProgramPass("ios", num_veus=num_veus if num_veus > 1 else None, cost_model=cost,
                            kernels=kernels)
     rewritten = rewrite(recorded) if num_veus > 1 else recorded

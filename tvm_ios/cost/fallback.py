@@ -7,7 +7,7 @@ parallel loops), so it is decided per stage from the cost model's figures (measu
 with :class:`~tvm_ios.cost.measured.MeasuredCostModel`): :func:`sequential_fallback` replaces
 every concurrent stage of two or more groups whose latency exceeds the sum of its ops' own
 single-op stages by those stages, in an order that respects the graph, and logs each
-decision. The decisions are kept in ``schedule.stats["fallback"]``.
+decision. ``schedule.stats["fallback"]`` counts them; ``decisions`` (a list) receives each.
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ __all__ = ["sequential_fallback", "rprogram_schedule"]
 logger = logging.getLogger(__name__)
 
 
-def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model) -> Schedule:
+def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model,
+                        decisions: list | None = None) -> Schedule:
     """``schedule`` with every concurrent stage slower than its ops in turn made sequential.
 
     Parameters
@@ -32,8 +33,12 @@ def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model) -> Sched
         A stage schedule (merge stages and single groups are kept as they are).
     cost_model : CostModel
         Prices a stage (``stage_latency``); measured figures make this a measured decision.
+    decisions : list, optional
+        Receives one dict per concurrent stage: its ops, both latencies, what was kept.
     """
-    stages, decisions = [], []
+    stages = []
+    decisions = decisions if decisions is not None else []
+    start = len(decisions)
     for stage in schedule.stages:
         if stage.strategy != "concurrent" or len(stage.groups) < 2:
             stages.append(stage)
@@ -54,11 +59,14 @@ def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model) -> Sched
             stages.extend(Stage([[graph.nodes[i].name]], "concurrent", t)
                           for i, t in zip(order, alone))
     out = Schedule(stages, dict(schedule.graph), dict(schedule.params), dict(schedule.stats))
-    out.stats["fallback"] = decisions
+    mine = decisions[start:]
+    kept = sum(d["kept"] == "concurrent" for d in mine)
+    out.stats["fallback"] = f"{kept} concurrent kept, {len(mine) - kept} made sequential"
     return out
 
 
-def rprogram_schedule(mod, cost_model, func_name: str = "main", **ios_options):
+def rprogram_schedule(mod, cost_model, func_name: str = "main", decisions: list | None = None,
+                      **ios_options):
     """``mod`` with the schedule its rPrograms follow recorded on it: IOS without merges
     (what ``RProgramPass`` plans from) under ``cost_model``, then :func:`sequential_fallback`.
     """
@@ -68,4 +76,5 @@ def rprogram_schedule(mod, cost_model, func_name: str = "main", **ios_options):
 
     graph = extract(mod[func_name], name=func_name).graph
     schedule = ios_schedule(graph, cost_model, **{**ios_options, "strategy": "parallel"})
-    return record_schedule(mod, func_name, sequential_fallback(graph, schedule, cost_model))
+    return record_schedule(mod, func_name,
+                           sequential_fallback(graph, schedule, cost_model, decisions))
