@@ -136,6 +136,7 @@ def render(document: dict, doc: str | None, source: str | None) -> str:
             cells += [f"{best:.2f}x" if best else "n/a", f"{tuned:.2f}x" if tuned else "n/a"]
             lines.append(f"| {name} ({r['image_size']} px) | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += _profiles(results)
     if doc:
         chart = _chart(results, threads, Path(doc).with_suffix(".png"))
         header = ["# CPU latency: tvm-ios against PyTorch, ONNX Runtime and TVM", "",
@@ -146,15 +147,44 @@ def render(document: dict, doc: str | None, source: str | None) -> str:
     return "\n".join(lines)
 
 
+def _profiles(results: dict, top: int = 6) -> list[str]:
+    """Where the time goes (``--profile``): top kernels of the tuned TVM builds, top ops of
+    PyTorch eager, and the per-stage decisions of the rProgram build."""
+    lines = []
+    for name, r in results.items():
+        profile = r.get("profile") or {}
+        for col, rows in profile.items():
+            if not isinstance(rows, list) or not rows:
+                continue
+            total = sum(x.get("total_us", 0) for x in rows)
+            lines += [f"#### {name}: {col}, top {top} of {len(rows)} listed "
+                      f"({total / 1e3:.2f} ms in those)", "",
+                      "| kernel / op | calls | us per call | total us |", "| --- | --- | --- | --- |"]
+            lines += [f"| {x.get('kernel', x.get('op'))}{' (rProgram)' if x.get('rprogram') else ''}"
+                      f" | {x.get('calls', '')} | {x.get('us', '')} | {x.get('total_us', '')} |"
+                      for x in rows[:top]]
+            lines.append("")
+        decisions = [d for runs in r["info"].get("tvm-ios rProgram (tuned)", {}).values()
+                     for d in runs.get("fallback", [])]
+        if decisions:
+            kept = sum(d["kept"] == "concurrent" for d in decisions)
+            lines += [f"{name}: {kept} of {len(decisions)} concurrent-stage decisions kept the "
+                      "rProgram (stage costs: the stage log, else the roofline).", ""]
+    return lines
+
+
 def _chart(results: dict, threads: list, path: Path) -> Path:
     import matplotlib  # noqa: PLC0415
+    import matplotlib.ticker  # noqa: PLC0415
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    panels = [(name, t) for name in results for t in threads]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False)
-    for ax, (name, t) in zip(axes[0], panels):
+    names = list(results)
+    fig, axes = plt.subplots(len(names), len(threads), figsize=(5.2 * len(threads),
+                                                                 3.0 * len(names)),
+                             squeeze=False)
+    for ax, (name, t) in zip(axes.flat, [(n, t) for n in names for t in threads]):
         row = results[name]["threads"].get(t, {})
         cols = [c for c in COLUMNS if "median_ms" in row.get(c, {})]
         values = [row[c]["median_ms"] for c in cols]
@@ -163,7 +193,9 @@ def _chart(results: dict, threads: list, path: Path) -> Path:
         ax.barh(range(len(cols)), values, color=colors)
         ax.set_yticks(range(len(cols)), cols, fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel("median ms (lower is better)")
+        ax.set_xscale("log")  # baselines and untuned TVM differ by two orders
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel("median ms, log scale (lower is better)")
         ax.set_title(f"{name} {results[name]['image_size']} px, {t} thread(s)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
