@@ -100,11 +100,12 @@ def test_database_changes_the_vEU_kernels_of_an_rprogram(model, tuned):
 def test_ios_pipeline_applies_the_database(model, tuned):
     from tvm_ios.pipeline import ios_pipeline
 
-    kernels, _ = tuned
+    kernels, _ = tuned  # (no merges: a merged convolution is another kernel, not tuned here)
     with kernels.target:
-        lowered = ios_pipeline(kernels=kernels)(model)
-        untuned = ios_pipeline()(model)
+        lowered = ios_pipeline(kernels=kernels, strategy="parallel")(model)
+        untuned = ios_pipeline(strategy="parallel")(model)
     assert tuned_functions(lowered)[0] >= 1 and tuned_functions(untuned)[0] == 0
     x = random_inputs(model)
-    out = run(tvm.compile(model, kernels.target, relax_pipeline=ios_pipeline(kernels=kernels)), x)
+    pipeline = ios_pipeline(kernels=kernels, strategy="parallel")
+    out = run(tvm.compile(model, kernels.target, relax_pipeline=pipeline), x)
     np.testing.assert_allclose(out, run(tvm.compile(model, "llvm"), x), rtol=1e-4, atol=1e-4)
