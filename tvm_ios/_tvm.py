@@ -89,13 +89,30 @@ def device_exists(target: Target) -> bool:
         return False
 
 
+def _affinity() -> set:
+    import os  # noqa: PLC0415
+
+    return set(os.sched_getaffinity(0))
+
+
+#: The cores this process may use, read when tvm-ios is imported: TVM's thread pool, in its
+#: default mode, later pins the calling thread to one core, and the affinity then reads 1.
+_CORES_AT_IMPORT = _affinity()
+
+
+def usable_cores() -> list[int]:
+    """The cores this process may use (as at import, unless more are allowed now)."""
+    now = _affinity()
+    return sorted(now if len(now) > len(_CORES_AT_IMPORT) else _CORES_AT_IMPORT)
+
+
 def config_threads(num_threads: int, cores: Sequence[int] = ()) -> None:
     """Size the TVM thread pool of the calling thread (each Python thread has its own) and
     let its threads share ``cores`` (default: every core this process may use). TVM's
     default mode would pin the calling thread to core 0 in every pool."""
     import os  # noqa: PLC0415
 
-    cpus = [str(c) for c in (cores or sorted(os.sched_getaffinity(0)))]
+    cpus = [str(c) for c in (cores or usable_cores())]
     # mode -3: kSpecifyThreadShareAllCore, all threads of the pool share the listed cores
     tvm.get_global_func("runtime.config_threadpool")(-3, int(num_threads), cpus)
 

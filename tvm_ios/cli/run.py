@@ -136,7 +136,9 @@ def run(args) -> int:
 
 def _threads() -> int:
     """The thread count every build runs at: ``TVM_NUM_THREADS``, else the usable cores."""
-    return int(os.environ.get("TVM_NUM_THREADS") or len(os.sched_getaffinity(0)))
+    from .. import _tvm  # noqa: PLC0415
+
+    return int(os.environ.get("TVM_NUM_THREADS") or len(_tvm.usable_cores()))
 
 
 def _tuned_build(kernels):

@@ -223,7 +223,7 @@ class Measurer:
         if self.device_type == "cpu":  # builder and runner workers size TVM's pool from it:
             # TVM's default on x86 is half the cores (it assumes hyper-threads), which would
             # give a concurrent stage's rProgram one vEU here
-            os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+            os.environ.setdefault("TVM_NUM_THREADS", str(len(_tvm.usable_cores())))
         config = ms.runner.EvaluatorConfig(number=s.number, repeat=s.repeat,
                                            min_repeat_ms=s.min_repeat_ms)
         if self.rpc:

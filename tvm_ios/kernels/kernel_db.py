@@ -49,7 +49,7 @@ def host_target(num_cores: int | None = None):
     (A string target with flags is rejected by TVM 0.27 and ``mcpu=native`` falls back to
     a generic CPU, so the target is a dict.)
     """
-    cores = num_cores or len(os.sched_getaffinity(0))
+    cores = num_cores or len(_tvm.usable_cores())
     return _tvm.make_target({"kind": "llvm", "mcpu": _tvm.llvm_system_cpu(),
                              "num-cores": int(cores)})
 

@@ -210,7 +210,7 @@ def _tune_variant(tasks, kernels, variant, todo, runner, progress, seed) -> None
         population_size=64, init_min_unmeasured=8, genetic_num_iters=1)
     contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
         tasks, work_dir, space=_space(variant), strategy=strategy,
-        num_threads=len(os.sched_getaffinity(0)), seed=seed)
+        num_threads=len(_tvm.usable_cores()), seed=seed)
     # a task's measured candidates are committed when the scheduler comes back to it: a
     # batch of `per_iter` each, so `trials` = tasks x per_iter tunes every task once
     per_iter = min(64, max(8, todo // max(1, len(contexts))))
