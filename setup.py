@@ -35,7 +35,8 @@ setup(
         # Pinned: never let pip resolve an unpinned torch. For a CPU-only machine install
         # the CPU build of this version (the "+cpu" wheel) first.
         "torch": [TORCH],
-        # What the benchmarks need: the baselines a user would otherwise pick.
+        # What the benchmarks need: the baselines a user would otherwise pick (the CPU
+        # table's PyTorch and ONNX Runtime, benchmarks/cpu_latency.py).
         "bench": TUNE + PLOT + ONNX + ["onnxruntime>=1.17", TORCH],
     },
     entry_points={
