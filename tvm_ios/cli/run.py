@@ -130,7 +130,8 @@ def run(args) -> int:
     write_json(args.json, {"model": name, "target": args.target, **result.to_dict(),
                            "kernels": str(kernels.path) if kernels else None,
                            "tuned_kernels": tuned, "pytorch_eager_ms": torch_ms,
-                           "schedule": schedule.to_dict() if schedule else None})
+                           "schedule": schedule.to_dict() if schedule else None},
+               provenance=True)
     return 0
 
 
