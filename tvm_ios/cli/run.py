@@ -1,10 +1,19 @@
-"""``tvm-ios run``: build the original and the scheduled model, run both, compare."""
+"""``tvm-ios run``: run a model through the tvm-ios pipeline and TVM's default build, compare.
+
+    tvm-ios run --model inception_v3 --image-size 75 --engine rprogram --json r.json
+    tvm-ios run --lib out.so --model inception_v3 --image-size 75 --json r.json
+
+Without ``--lib`` the model is rewritten by the pipeline's steps (``tvm_ios.pipeline``)
+and both builds are made here; with ``--lib`` an exported library (``tvm-ios compile``) is
+checked (target, TVM version, inputs, weights, thread pool) and run against TVM's default
+build of the same model. Both print and ``--json`` the max abs difference and latencies.
+"""
 from __future__ import annotations
 
 import sys
 
-from .common import (add_ios_options, add_model_options, block_options, load_model,
-                     make_cost_model, write_json)
+from .common import add_model_options, load_model, write_json
+from .compile import add_pipeline_options, make_pipeline
 
 __all__ = ["add_parser"]
 
@@ -12,45 +21,17 @@ __all__ = ["add_parser"]
 def add_parser(subparsers) -> None:
     """Register ``run``."""
     parser = subparsers.add_parser(
-        "run", help="build original and IOS-scheduled module, run both, compare outputs")
+        "run", help="run the scheduled model (or a compiled --lib) against TVM's default build")
     add_model_options(parser)
-    add_ios_options(parser)
+    add_pipeline_options(parser, engine="stages")
     parser.add_argument("--target", default="llvm", help="build target (default llvm)")
     parser.add_argument("--schedule", metavar="FILE",
                         help="apply this schedule JSON instead of searching one")
+    parser.add_argument("--lib", metavar="LIB",
+                        help="run this library from `tvm-ios compile` instead of compiling")
     parser.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random input")
-    parser.add_argument("--engine", choices=("stages", "rprogram"), default="stages",
-                        help="stages: IOS stages run one kernel at a time; rprogram: each "
-                             "multi-group stage (or wavefront rProgram) as one kernel")
-    parser.add_argument("--policy", choices=("ios", "wavefront"), default="ios",
-                        help="rProgram policy with --engine rprogram (default ios)")
     parser.set_defaults(handler=run)
-
-
-def scheduled_module(args, mod):
-    """``mod`` rewritten by ``--schedule`` (with fallback) or by IOSPass."""
-    from ..passes.apply_schedule import ApplySchedule  # noqa: PLC0415
-    from ..passes.ios_pass import IOSPass  # noqa: PLC0415
-
-    if getattr(args, "engine", "stages") == "rprogram":
-        return rprogram_module(args, mod)
-    if args.schedule:
-        return ApplySchedule(args.schedule, fallback=True)(mod)
-    return IOSPass(make_cost_model(args), max_group_size=args.max_group_size,
-                   max_num_groups=args.max_num_groups, strategy=args.strategy,
-                   **block_options(args))(mod)
-
-
-def rprogram_module(args, mod):
-    """``mod`` with rProgram kernels: the CPU vDevice on llvm, persistent kernels on CUDA."""
-    from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
-
-    rewrite = RProgramPass(args.policy, cost_model=make_cost_model(args), target=args.target)
-    rewritten = rewrite(mod)
-    for program in rewrite.programs:
-        print(program)
-    return rewritten
 
 
 def missing_device(target: str) -> str | None:
@@ -61,31 +42,68 @@ def missing_device(target: str) -> str | None:
     if _tvm.device_exists(tgt):
         return None
     return (f"no {tgt.kind.name.upper()} GPU is present on this machine, and `run` needs one "
-            f"to run target {target!r}. Without a GPU, `tvm-ios build --target {target}` "
-            "cross-compiles an artifact for `tvm-ios bench-run` on a GPU host, and `tvm-ios "
-            "codegen` writes the rProgram kernels' CUDA source.")
+            f"to run target {target!r}. Without a GPU, `tvm-ios compile --target {target}` or "
+            f"`tvm-ios build --target {target}` cross-compile it, and `tvm-ios codegen` writes "
+            "the rProgram kernels' CUDA source.")
 
 
 def run(args) -> int:
     """Print the schedule, the max abs difference and both latencies; ``--json`` them."""
-    from ..passes.apply_schedule import schedule_of  # noqa: PLC0415
-    from ..runtime.compare import compare_modules  # noqa: PLC0415
-
     missing = missing_device(args.target)
-    if missing:
+    if missing and not args.lib:
         print(f"tvm-ios run: error: {missing}", file=sys.stderr)
         return 1
     mod, params, name = load_model(args)
-    rewritten = scheduled_module(args, mod)
-    schedule = schedule_of(rewritten)
-    print(schedule)
-    result = compare_modules(mod, rewritten, params, target=args.target, seed=args.seed,
-                             timing=True, repeat=args.repeat)
+    if args.lib:
+        result, doc = _run_library(args, mod, params)
+    else:
+        result, doc = _run_pipeline(args, mod, params)
     speedup = result.latency_ms_original / max(result.latency_ms_rewritten, 1e-9)
-    print(f"{name} on {args.target}: max |diff| = {result.max_abs_diff:.3g} "
+    print(f"{name} on {doc['target_kind']}: max |diff| = {result.max_abs_diff:.3g} "
           f"(max |output| {result.max_abs_value:.3g})")
-    print(f"latency: original {result.latency_ms_original:.3f} ms, scheduled "
-          f"{result.latency_ms_rewritten:.3f} ms ({speedup:.2f}x)")
-    write_json(args.json, {"model": name, "target": args.target, **result.to_dict(),
-                           "schedule": schedule.to_dict() if schedule else None})
+    print(f"latency: TVM default {result.latency_ms_original:.3f} ms, "
+          f"{'library' if args.lib else 'scheduled'} {result.latency_ms_rewritten:.3f} ms "
+          f"({speedup:.2f}x)")
+    write_json(args.json, {"model": name, "target": args.target if not args.lib else
+                           doc["target"], **result.to_dict(), **doc})
     return 0
+
+
+def _run_pipeline(args, mod, params):
+    """Rewrite with the pipeline's steps, build both here, compare."""
+    from .. import _tvm  # noqa: PLC0415
+    from ..runtime.compare import compare_modules  # noqa: PLC0415
+    from ..schedule.schedule import Schedule  # noqa: PLC0415
+
+    target = _tvm.make_target(args.target)
+    rewritten, report = make_pipeline(args).rewrite(mod, target)
+    if report["schedule"]:
+        print(Schedule.from_json(report["schedule"]))
+    for program in report["rprogram_list"]:
+        print(f"rProgram {program['name']}: {program['num_veus']} vEUs, "
+              f"{program['tasks']} rTasks")
+    result = compare_modules(mod, rewritten, params, target=target, seed=args.seed,
+                             timing=True, repeat=args.repeat)
+    return result, report
+
+
+def _run_library(args, mod, params):
+    """Check ``--lib`` against the model and this machine, run it against the default build."""
+    from .. import _tvm  # noqa: PLC0415
+    from ..kernels.vdevice import pool_threads  # noqa: PLC0415
+    from ..runtime import library  # noqa: PLC0415
+    from ..runtime.compare import build, compare_executables, random_inputs  # noqa: PLC0415
+
+    lib = library.load_library(args.lib)
+    meta = library.read_metadata(lib, where=args.lib)
+    bound = _tvm.bind_params(mod, params)
+    library.check_library(meta, library.function_inputs(bound),
+                          library.weights_digest(params), pool_threads(), where=args.lib)
+    target = _tvm.make_target(meta["target"])
+    reference = build(mod, target, params)
+    inputs = random_inputs(bound, seed=args.seed)
+    print(f"{args.lib}: {' -> '.join(meta.get('passes', []))}; {meta.get('stages')} stages, "
+          f"{meta.get('rprograms')} rPrograms")
+    result = compare_executables(reference, lib, inputs, _tvm.device_for(target), timing=True,
+                                 repeat=args.repeat)
+    return result, {"library": args.lib, **meta}

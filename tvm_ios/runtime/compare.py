@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import _tvm
 
-__all__ = ["build", "random_inputs", "run", "time_module", "compare_modules", "Comparison"]
+__all__ = ["build", "random_inputs", "run", "time_module", "compare_modules",
+           "compare_executables", "Comparison"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +99,16 @@ def compare_modules(original, rewritten, params: dict | None = None, target="llv
         Also time both builds (median of ``repeat`` runs).
     """
     target = _tvm.make_target(target)
-    device = _tvm.device_for(target)
     exe_a = build(original, target, params)
     exe_b = build(rewritten, target, params)
     inputs = random_inputs(_tvm.bind_params(original, params or {}), seed=seed)
+    return compare_executables(exe_a, exe_b, inputs, _tvm.device_for(target), timing, repeat)
+
+
+def compare_executables(exe_a, exe_b, inputs: list[np.ndarray], device=None,
+                        timing: bool = False, repeat: int = 3) -> Comparison:
+    """Run two built executables on the same ``inputs`` and compare them (see
+    :func:`compare_modules`); ``exe_a`` is the reference."""
     out_a, out_b = _flatten(run(exe_a, inputs, device)), _flatten(run(exe_b, inputs, device))
     if len(out_a) != len(out_b) or any(a.shape != b.shape for a, b in zip(out_a, out_b)):
         raise AssertionError("the rewritten module returns outputs of other shapes")
