@@ -17,17 +17,20 @@ setup(
         "numpy>=1.24",
     ],
     extras_require={
-        "test": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15"],
+        # nbclient, nbformat, ipykernel, matplotlib: tests/test_tutorials.py runs the notebooks
+        "test": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "nbclient>=0.10", "nbformat>=5.9",
+                 "ipykernel>=6.29", "matplotlib>=3.7"],
         "onnx": ["onnx>=1.15"],
         "tune": ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0"],
         "plot": ["matplotlib>=3.7"],
         "torch": ["torch==2.13.0"],
-        "dev": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "psutil", "cloudpickle",
+        "dev": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "nbclient>=0.10", "nbformat>=5.9",
+                "ipykernel>=6.29", "psutil", "cloudpickle",
                 "tornado", "xgboost-cpu>=2.0", "matplotlib>=3.7", "torch==2.13.0"],
     },
     entry_points={
         "console_scripts": ["tvm-ios=tvm_ios.cli.main:main"],
-        # TVM calls this on `import tvm`; it only registers the "ios" Relax pipeline lazily.
+        # TVM calls this on `import tvm`; it only registers the "ios*" Relax pipelines lazily.
         "tvm.backends": ["tvm_ios=tvm_ios._autoload:autoload"],
     },
 )

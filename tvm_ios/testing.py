@@ -1,10 +1,11 @@
-"""Random DAG-like Relax models for tests and benchmarks of the schedulers and engines."""
+"""Models for tests, tutorials and benchmarks: random DAG-like Relax models for the schedulers
+and engines, and ONNX files of the kind old exporters wrote (for the ONNX import)."""
 from __future__ import annotations
 
 import numpy as np
 from tvm import relax
 
-__all__ = ["dag_model", "MergeFriendly", "onnx_inception_like"]
+__all__ = ["dag_model", "MergeFriendly", "onnx_inception_like", "onnx_random_weights"]
 
 
 def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
@@ -124,3 +125,49 @@ def onnx_inception_like(path, seed: int = 0, opset: int = 9, size: int = 14,
     model.ir_version = 3 if legacy else max(model.ir_version, 4)
     save(model, str(path))
     return path
+
+
+def _weight_scale(rng, shape, consumer: str, index: int):
+    """Random multipliers giving a weight (input ``index`` of a ``consumer`` node) a sane
+    scale: positive for batch-norm scales and variances, He for conv and Gemm weights."""
+    if consumer == "BatchNormalization" and index in (1, 4):
+        return rng.uniform(0.5, 1.5, shape)
+    if len(shape) >= 2:
+        return rng.standard_normal(shape) * np.sqrt(2.0 / np.prod(shape[1:]))
+    return rng.standard_normal(shape) * 0.1  # biases, means
+
+
+def onnx_random_weights(model, seed: int = 0):
+    """A copy of an ONNX model whose ``ConstantOfShape`` weights get random values, in the
+    file's own style: each becomes ``Mul(ConstantOfShape(shape), scale)``, a constant
+    subgraph, with ``scale`` an initializer also listed as a graph input.
+
+    The small models in ``onnx/backend/test/data/light`` fill every weight with 0.02, so
+    every channel computes the same thing and their output is uniform; this makes a file of
+    the same kind whose outputs tell a wrong rewrite apart. Needs ``onnx``.
+    """
+    import onnx  # noqa: PLC0415
+    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    graph, rng = out.graph, np.random.default_rng(seed)
+    shapes = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    users = {name: (n.op_type, k) for n in graph.node for k, name in enumerate(n.input)}
+    nodes = []
+    for node in graph.node:
+        nodes.append(node)
+        if node.op_type != "ConstantOfShape" or node.input[0] not in shapes:
+            continue
+        name = node.output[0]
+        fill = numpy_helper.to_array(node.attribute[0].t).item() or 1.0
+        shape = tuple(int(d) for d in shapes[node.input[0]])
+        scale = (_weight_scale(rng, shape, *users.get(name, ("", 0))) / fill).astype("float32")
+        node.output[0] = f"{name}__base"
+        nodes.append(helper.make_node("Mul", [f"{name}__base", f"{name}__scale"], [name]))
+        graph.initializer.append(numpy_helper.from_array(scale, f"{name}__scale"))
+        graph.input.append(helper.make_tensor_value_info(f"{name}__scale", TensorProto.FLOAT,
+                                                         shape))
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return out

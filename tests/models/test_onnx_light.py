@@ -19,48 +19,14 @@ from tvm_ios.cli.main import main
 from tvm_ios.models import from_onnx
 from tvm_ios.relax_pipeline import pipeline
 from tvm_ios.runtime.compare import build, random_inputs, run
+from tvm_ios.testing import onnx_random_weights
 
 onnx = pytest.importorskip("onnx")
-from onnx import helper, numpy_helper, version_converter  # noqa: E402
+from onnx import numpy_helper, version_converter  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 
-
-
-def _fan_in_scale(rng, shape, consumer, index):
-    """Random multipliers giving a weight of ``consumer``'s input ``index`` a sane scale."""
-    if consumer == "BatchNormalization" and index in (1, 4):  # scale, variance: positive
-        return rng.uniform(0.5, 1.5, shape)
-    if len(shape) >= 2:  # conv / gemm weights: He
-        return rng.standard_normal(shape) * np.sqrt(2.0 / np.prod(shape[1:]))
-    return rng.standard_normal(shape) * 0.1  # biases, means
-
-
-def randomized(model, seed=0):
-    """A copy of ``model`` whose ConstantOfShape weights are multiplied by random scales, in
-    the file's own style (a constant subgraph, the scale listed as a graph input too)."""
-    out = onnx.ModelProto()
-    out.CopyFrom(model)
-    graph, rng = out.graph, np.random.default_rng(seed)
-    shapes = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
-    users = {name: (n.op_type, k) for n in graph.node for k, name in enumerate(n.input)}
-    nodes = []
-    for node in graph.node:
-        nodes.append(node)
-        if node.op_type != "ConstantOfShape":
-            continue
-        name = node.output[0]
-        fill = numpy_helper.to_array(node.attribute[0].t).item()
-        shape = tuple(int(d) for d in shapes[node.input[0]])
-        scale = (_fan_in_scale(rng, shape, *users[name]) / fill).astype("float32")
-        node.output[0] = f"{name}__base"
-        nodes.append(helper.make_node("Mul", [f"{name}__base", f"{name}__scale"], [name]))
-        graph.initializer.append(numpy_helper.from_array(scale, f"{name}__scale"))
-        graph.input.append(helper.make_tensor_value_info(f"{name}__scale", 1, shape))
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return out
 
 
 def _check_pipeline(path, inputs=None):
@@ -78,7 +44,7 @@ def _check_pipeline(path, inputs=None):
 
 def test_light_squeezenet_random_copy_matches_default_and_reference(tmp_path):
     path = tmp_path / "light_squeezenet_random.onnx"
-    onnx.save(randomized(onnx.load(os.path.join(LIGHT, "light_squeezenet.onnx"))), path)
+    onnx.save(onnx_random_weights(onnx.load(os.path.join(LIGHT, "light_squeezenet.onnx"))), path)
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype("float32")
     got = _check_pipeline(path, [x])
     # onnx's evaluator runs opset-9 Softmax with opset-13 semantics: convert the file first
@@ -100,7 +66,7 @@ def test_light_model_and_its_random_copy_through_the_pipeline(name, tmp_path):
     np.testing.assert_allclose(got.reshape(-1), numpy_helper.to_array(stored).reshape(-1),
                                atol=1e-6)
     random = tmp_path / f"{name}_random.onnx"
-    onnx.save(randomized(onnx.load(original)), random)
+    onnx.save(onnx_random_weights(onnx.load(original)), random)
     got = _check_pipeline(random, [x])
     assert np.std(got) > 1e-3 * np.max(got)
 
