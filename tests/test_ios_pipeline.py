@@ -127,9 +127,13 @@ def test_h100_build_holds_persistent_kernels(forked_h100):
     assert "ld.acquire.gpu.global.s32" in ours and "st.release.gpu.global.s32" in ours
 
 
-def test_h100_stages_engine_has_no_rprogram_module(forked_h100):
-    executable = tvm.compile(forked_h100, H100, relax_pipeline="ios-stages")
-    assert len(_cuda_sources(executable)) == 1
+@pytest.mark.parametrize("name", ["ios-stages", "ios-wavefront", "ios-graphturbo"])
+def test_variants_build_for_h100(name, forked_h100):
+    p = pipeline(**VARIANTS[name])
+    sources = _cuda_sources(tvm.compile(forked_h100, H100, relax_pipeline=p))
+    rprograms = p.report["rprograms"]
+    assert (rprograms > 0) == (p.report["engine"] == "rprogram")
+    assert len(sources) == (2 if rprograms else 1)  # TVM's kernels (+ the rProgram kernels)
 
 
 def test_log_prices_stages_with_its_figures(tmp_path, forked):

@@ -138,30 +138,39 @@ class Pipeline:
         opts = self.options
         report = {"target": _tvm.target_to_dict(target), "target_kind": target.kind.name,
                   "engine": opts.engine, "graphturbo": opts.graphturbo, "r": opts.r,
-                  "s": opts.s, "strategy": opts.strategy, "passes": [],
+                  "s": opts.s, "strategy": opts.strategy, "passes": [], "rprogram_list": [],
                   "inputs": function_inputs(mod, opts.func_name), **(opts.metadata or {})}
-        programs = []
         for make in self.steps(target):
             step = make(mod)
-            if step is None:
-                continue
-            mod = step(mod)
-            report["passes"].append(str(step.info.name).replace("tvm_ios.", ""))
-            if hasattr(step, "cost_model") and not hasattr(step, "programs"):
-                report["cost_model"] = repr(step.cost_model)  # IOSPass's
-            programs += list(getattr(step, "programs", []))
-        schedule = schedule_of(mod, opts.func_name)
-        report.update(schedule=schedule.to_dict() if schedule else None,
-                      stages=len(schedule.stages) if schedule else 0,
-                      rprograms=len(programs),
-                      rprogram_list=[{"name": p.name, "num_veus": p.num_veus,
-                                      "tasks": p.num_tasks} for p in programs],
-                      num_veus=max((p.num_veus for p in programs), default=0)
-                      if target.kind.name == "llvm" else 0)
-        report["passes"].append(f"default build ({target.kind.name})")
+            if step is not None:
+                mod = step(mod)
+                _record_step(report, step)
+        _record_result(report, mod, opts.func_name)
         logger.info("tvm_ios.pipeline: %s; %d stages, %d rPrograms",
                     " -> ".join(report["passes"]), report["stages"], report["rprograms"])
         return mod, report
+
+
+def _record_step(report: dict, step) -> None:
+    """What ``step`` did, into ``report``: its name, IOSPass's cost model, the rPrograms."""
+    name = str(step.info.name).replace("tvm_ios.", "")
+    report["passes"].append(name)
+    if name == "IOSPass":
+        report["cost_model"] = repr(step.cost_model)
+    if name == "RProgramPass":
+        report["rprogram_list"] += [{"name": p.name, "num_veus": p.num_veus,
+                                     "tasks": p.num_tasks} for p in step.programs]
+
+
+def _record_result(report: dict, mod, func_name: str) -> None:
+    """The schedule recorded on ``mod``, the counts, and the vEUs a CPU build needs."""
+    schedule = schedule_of(mod, func_name)
+    programs = report["rprogram_list"]
+    cpu = report["target_kind"] == "llvm"
+    report.update(schedule=schedule.to_dict() if schedule else None,
+                  stages=len(schedule.stages) if schedule else 0, rprograms=len(programs),
+                  num_veus=max((p["num_veus"] for p in programs), default=0) if cpu else 0)
+    report["passes"].append(f"default build ({report['target_kind']})")
 
 
 def graphturbo_hw(target) -> str:
