@@ -21,11 +21,14 @@ setup(
         "test": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "nbclient>=0.10", "nbformat>=5.9",
                  "ipykernel>=6.29", "matplotlib>=3.7"],
         "onnx": ["onnx>=1.15"],
-        "tune": ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0"],
+        # pandas: meta_schedule prints its tuning table through it inside Jupyter (tutorial 02)
+        "tune": ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0", "pandas"],
         "plot": ["matplotlib>=3.7"],
         "torch": ["torch==2.13.0"],
+        # the CPU table's baselines (benchmarks/cpu_latency.py): what a user would pick
+        "bench": ["torch==2.13.0", "onnx>=1.15", "onnxruntime>=1.17", "matplotlib>=3.7"],
         "dev": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "nbclient>=0.10", "nbformat>=5.9",
-                "ipykernel>=6.29", "psutil", "cloudpickle",
+                "ipykernel>=6.29", "psutil", "cloudpickle", "pandas",
                 "tornado", "xgboost-cpu>=2.0", "matplotlib>=3.7", "torch==2.13.0"],
     },
     entry_points={

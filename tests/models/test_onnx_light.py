@@ -38,7 +38,7 @@ def _check_pipeline(path, inputs=None):
     got = run(tvm.compile(bound, "llvm", relax_pipeline=p), inputs)
     want = run(build(bound), inputs)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
-    assert p.report["stages"] > 0 and p.report["passes"][:2] == ["IOSPass", "RProgramPass"]
+    assert p.report["stages"] > 0 and "RProgramPass" in p.report["passes"]
     return got
 
 

@@ -28,7 +28,7 @@ def test_exported_library_carries_its_report(exported):
     mod, path = exported
     meta = library.read_metadata(library.load_library(path))
     assert meta["tvm"] == _tvm.TVM_VERSION and meta["target_kind"] == "llvm"
-    assert meta["passes"][-1] == "default build (llvm)" and "IOSPass" in meta["passes"]
+    assert meta["passes"][-1] == "default build (llvm)" and "IOSSchedule" in meta["passes"]
     assert meta["inputs"] == library.function_inputs(mod)
     assert meta["stages"] == len(meta["schedule"]["stages"]) > 0
     library.check_library(meta, library.function_inputs(mod), workers=max(1, meta["num_veus"]))

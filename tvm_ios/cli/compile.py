@@ -4,7 +4,10 @@
     tvm-ios compile --model net.onnx --target nvidia/nvidia-h100 --engine stages -o net.so
     tvm-ios run --lib out.so --model inception_v3 --image-size 75      # check it here
 
-The library has the weights bound in and carries its schedule: the passes applied, the
+On ``llvm`` the kernel database of ``--kernels`` (default ``auto``: the committed one for
+this model, size and CPU, if any) goes into the build, which then targets the database's
+CPU, and TVM's thread pool gets every usable core (``TVM_NUM_THREADS`` to choose). The
+library has the weights bound in and carries its schedule: the passes applied, the
 stages, the rPrograms, the inputs it takes, the thread-pool workers it needs, the target
 and the versions (``tvm_ios.runtime.library``); ``--json`` writes the same record.
 """
@@ -12,9 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import add_ios_options, add_model_options, load_model, write_json
+import os
 
-__all__ = ["add_parser", "add_pipeline_options", "make_pipeline", "compile_model"]
+from .common import add_ios_options, add_model_options, load_model, write_json
+from .tune_kernels import add_kernels_option, kernels_of
+
+__all__ = ["add_parser", "add_pipeline_options", "make_pipeline", "compile_model",
+           "size_thread_pool", "build_threads"]
 
 
 def add_parser(subparsers) -> None:
@@ -46,16 +53,16 @@ def add_pipeline_options(parser, engine: str) -> None:
                              "h100, a100, or auto: the target's)")
     parser.add_argument("--log", metavar="FILE", default=None,
                         help="price stages with this measured stage-cost log (tvm-ios tune)")
-    parser.add_argument("--kernels", metavar="DIR", default=None,
-                        help="a meta_schedule tuning database of the model's kernels")
+    add_kernels_option(parser, default="auto")
 
 
-def make_pipeline(args, metadata: dict | None = None):
-    """The :func:`tvm_ios.pipeline` the options ask for."""
+def make_pipeline(args, metadata: dict | None = None, kernels=None):
+    """The :func:`tvm_ios.pipeline` the options ask for (``kernels``: the KernelDB of
+    ``--kernels``, from :func:`~tvm_ios.cli.tune_kernels.kernels_of`)."""
     from ..relax_pipeline import pipeline  # noqa: PLC0415
 
     options = dict(engine=args.engine, graphturbo=args.graphturbo, log=args.log,
-                   kernels=args.kernels, r=args.max_group_size, s=args.max_num_groups,
+                   kernels=kernels, r=args.max_group_size, s=args.max_num_groups,
                    strategy=args.strategy, policy=args.policy, device=args.device,
                    max_block_bound=getattr(args, "max_block_bound", None),
                    schedule=getattr(args, "schedule", None), metadata=metadata)
@@ -73,6 +80,22 @@ def compile_model(mod, params: dict, target, pipe, output: str | Path):
     return dict(pipe.report)
 
 
+def build_threads() -> int:
+    """The thread count builds run at: ``TVM_NUM_THREADS``, else every usable core."""
+    from .. import _tvm  # noqa: PLC0415
+
+    return int(os.environ.get("TVM_NUM_THREADS") or len(_tvm.usable_cores()))
+
+
+def size_thread_pool(target) -> None:
+    """On ``llvm``, TVM's thread pool gets :func:`build_threads` workers (TVM's default on
+    x86 is half the cores, counting hyper-threads): the CPU rPrograms get one vEU each."""
+    from .. import _tvm  # noqa: PLC0415
+
+    if _tvm.make_target(target).kind.name == "llvm":
+        _tvm.config_threads(build_threads())
+
+
 def run(args) -> int:
     """Compile ``--model``; print the passes, stages and rPrograms; ``--json`` the record."""
     from .. import _tvm  # noqa: PLC0415
@@ -80,13 +103,20 @@ def run(args) -> int:
 
     target = _tvm.make_target(args.target)  # ValueError (exit 2) for an impossible target
     mod, params, name = load_model(args)
+    size_thread_pool(target)
+    kernels = kernels_of(args, name) if target.kind.name == "llvm" else None
+    target = kernels.target if kernels is not None else target
     metadata = {"model": name, "batch": args.batch, "image_size": args.image_size,
                 "weights": weights_digest(params)}
-    report = compile_model(mod, params, target, make_pipeline(args, metadata), args.output)
+    pipe = make_pipeline(args, metadata, kernels)
+    report = compile_model(mod, params, target, pipe, args.output)
     print(f"{name} for {target.kind.name}: {' -> '.join(report['passes'])}")
     print(f"  {report['stages']} stages, {report['rprograms']} rPrograms"
           + (f" on {report['num_veus']} vEUs (TVM_NUM_THREADS >= {report['num_veus']} to run)"
              if report["num_veus"] else "") + f"; cost model {report.get('cost_model')}")
+    if report.get("tuned_kernels"):
+        tuned = report["tuned_kernels"]
+        print(f"  {tuned['tuned']} of {tuned['total']} kernels tuned, from {report['kernels']}")
     print(f"  library: {args.output}")
     write_json(args.json, {**report, "library": str(args.output)})
     return 0

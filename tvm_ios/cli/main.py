@@ -13,8 +13,8 @@ import sys
 __all__ = ["main", "COMMANDS"]
 
 #: Subcommand modules under ``tvm_ios.cli``, in the order ``--help`` lists them.
-COMMANDS = ("schedule", "run", "compile", "stats", "tune", "codegen", "pipeline", "graphturbo",
-            "build",
+COMMANDS = ("schedule", "run", "compile", "stats", "tune", "tune_kernels", "codegen", "pipeline",
+            "graphturbo", "build",
             "bench_run")
 
 

@@ -3,17 +3,23 @@
     tvm-ios run --model inception_v3 --image-size 75 --engine rprogram --json r.json
     tvm-ios run --lib out.so --model inception_v3 --image-size 75 --json r.json
 
-Without ``--lib`` the model is rewritten by the pipeline's steps (``tvm_ios.pipeline``)
-and both builds are made here; with ``--lib`` an exported library (``tvm-ios compile``) is
-checked (target, TVM version, inputs, weights, thread pool) and run against TVM's default
-build of the same model. Both print and ``--json`` the max abs difference and latencies.
+Without ``--lib`` the model is rewritten by the pipeline's steps (``tvm_ios.pipeline``):
+the kernel database of ``--kernels`` (default ``auto``: the committed one for this model,
+size and CPU) goes into the build and the rPrograms, and its stage log (if any) prices the
+stages; both builds are made here. With ``--lib`` an exported library (``tvm-ios
+compile``) is checked (target, TVM version, inputs, weights, thread pool) and run. The
+original is always TVM's default ``llvm`` build (untuned); PyTorch eager on the same weights
+is timed too when PyTorch is installed.
 """
 from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from .common import add_model_options, load_model, write_json
-from .compile import add_pipeline_options, make_pipeline
+from .compile import add_pipeline_options, build_threads, make_pipeline, size_thread_pool
+from .tune_kernels import kernels_of
 
 __all__ = ["add_parser"]
 
@@ -54,37 +60,48 @@ def run(args) -> int:
         print(f"tvm-ios run: error: {missing}", file=sys.stderr)
         return 1
     mod, params, name = load_model(args)
+    size_thread_pool(args.target)
     if args.lib:
-        result, doc = _run_library(args, mod, params)
+        result, doc, label = _run_library(args, mod, params)
     else:
-        result, doc = _run_pipeline(args, mod, params)
+        result, doc, label = _run_pipeline(args, mod, params, name)
     speedup = result.latency_ms_original / max(result.latency_ms_rewritten, 1e-9)
     print(f"{name} on {doc['target_kind']}: max |diff| = {result.max_abs_diff:.3g} "
           f"(max |output| {result.max_abs_value:.3g})")
-    print(f"latency: TVM default {result.latency_ms_original:.3f} ms, "
-          f"{'library' if args.lib else 'scheduled'} {result.latency_ms_rewritten:.3f} ms "
-          f"({speedup:.2f}x)")
+    print(f"latency: TVM default build {result.latency_ms_original:.3f} ms, {label} "
+          f"{result.latency_ms_rewritten:.3f} ms ({speedup:.2f}x)")
+    torch_ms = _pytorch_ms(args, name, params)
+    if torch_ms is not None:
+        print(f"latency: PyTorch eager {torch_ms:.3f} ms on the same weights "
+              f"({torch_ms / max(result.latency_ms_rewritten, 1e-9):.2f}x of scheduled)")
     write_json(args.json, {"model": name, "target": args.target if not args.lib else
-                           doc["target"], **result.to_dict(), **doc})
+                           doc["target"], **result.to_dict(), "pytorch_eager_ms": torch_ms,
+                           **doc})
     return 0
 
 
-def _run_pipeline(args, mod, params):
-    """Rewrite with the pipeline's steps, build both here, compare."""
+def _run_pipeline(args, mod, params, name):
+    """Rewrite with the pipeline's steps (weights bound), build both here, compare."""
     from .. import _tvm  # noqa: PLC0415
     from ..runtime.compare import compare_modules  # noqa: PLC0415
     from ..schedule.schedule import Schedule  # noqa: PLC0415
 
     target = _tvm.make_target(args.target)
-    rewritten, report = make_pipeline(args).rewrite(mod, target)
+    kernels = kernels_of(args, name) if target.kind.name == "llvm" else None
+    bound = _tvm.bind_params(mod, params)
+    build_target = kernels.target if kernels is not None else target
+    rewritten, report = make_pipeline(args, kernels=kernels).rewrite(bound, build_target)
     if report["schedule"]:
         print(Schedule.from_json(report["schedule"]))
     for program in report["rprogram_list"]:
         print(f"rProgram {program['name']}: {program['num_veus']} vEUs, "
               f"{program['tasks']} rTasks")
-    result = compare_modules(mod, rewritten, params, target=target, seed=args.seed,
-                             timing=True, repeat=args.repeat)
-    return result, report
+    result = compare_modules(bound, rewritten, None, target=target, seed=args.seed,
+                             timing=True, repeat=args.repeat, rewritten_target=build_target)
+    tuned = report.get("tuned_kernels")
+    label = "scheduled" + (f" + tuned kernels ({tuned['tuned']} of {tuned['total']} from "
+                           f"{kernels.path})" if tuned else " (untuned kernels)")
+    return result, report, label
 
 
 def _run_library(args, mod, params):
@@ -100,10 +117,27 @@ def _run_library(args, mod, params):
     library.check_library(meta, library.function_inputs(bound),
                           library.weights_digest(params), pool_threads(), where=args.lib)
     target = _tvm.make_target(meta["target"])
-    reference = build(mod, target, params)
+    reference = build(mod, "llvm" if target.kind.name == "llvm" else target, params)
     inputs = random_inputs(bound, seed=args.seed)
     print(f"{args.lib}: {' -> '.join(meta.get('passes', []))}; {meta.get('stages')} stages, "
           f"{meta.get('rprograms')} rPrograms")
     result = compare_executables(reference, lib, inputs, _tvm.device_for(target), timing=True,
                                  repeat=args.repeat)
-    return result, {"library": args.lib, **meta}
+    return result, {"library": args.lib, **meta}, "library"
+
+
+def _pytorch_ms(args, name: str, params) -> float | None:
+    """PyTorch eager latency (ms) of a zoo model on its weights, at TVM's thread count;
+    None without PyTorch or for an ONNX file."""
+    import importlib.util  # noqa: PLC0415
+
+    from .. import models  # noqa: PLC0415
+
+    if importlib.util.find_spec("torch") is None or name not in models.names():
+        return None
+    from ..bench.cpu_baselines import time_runner, torch_runner  # noqa: PLC0415
+
+    net = models.net(name, image_size=args.image_size, batch_size=args.batch)
+    threads = build_threads()
+    x = np.random.default_rng(args.seed).standard_normal(net.input_node.shape).astype("float32")
+    return time_runner(torch_runner(net, params, threads), x, repeat=max(3, args.repeat))[0]
