@@ -1,6 +1,16 @@
 """Install script for tvm-ios, an inter-operator scheduling plugin for Apache TVM."""
 from setuptools import find_packages, setup
 
+#: Measuring stages (meta_schedule's process pools, RPC) and the XGBoost cost model.
+#: pandas: meta_schedule prints its tuning table through it inside Jupyter (tutorial 02).
+TUNE = ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0", "scipy>=1.10", "pandas"]
+PLOT = ["matplotlib>=3.7"]
+ONNX = ["onnx>=1.15"]
+TORCH = "torch==2.13.0"
+#: tests/test_tutorials.py runs the notebooks in a Jupyter kernel.
+NOTEBOOKS = ["nbclient>=0.10", "nbformat>=5.9", "ipykernel>=6.29"]
+TEST = ["pytest>=7", "pytest-xdist>=3"] + ONNX + TUNE + PLOT + NOTEBOOKS
+
 setup(
     name="tvm-ios",
     version="0.1.0",
@@ -17,19 +27,20 @@ setup(
         "numpy>=1.24",
     ],
     extras_require={
-        # nbclient, nbformat, ipykernel, matplotlib: tests/test_tutorials.py runs the notebooks
-        "test": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "nbclient>=0.10", "nbformat>=5.9",
-                 "ipykernel>=6.29", "matplotlib>=3.7"],
-        "onnx": ["onnx>=1.15"],
-        # pandas: meta_schedule prints its tuning table through it inside Jupyter (tutorial 02)
-        "tune": ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0", "pandas"],
-        "plot": ["matplotlib>=3.7"],
-        "torch": ["torch==2.13.0"],
-        # the CPU table's baselines (benchmarks/cpu_latency.py): what a user would pick
-        "bench": ["torch==2.13.0", "onnx>=1.15", "onnxruntime>=1.17", "matplotlib>=3.7"],
-        "dev": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "nbclient>=0.10", "nbformat>=5.9",
-                "ipykernel>=6.29", "psutil", "cloudpickle", "pandas",
-                "tornado", "xgboost-cpu>=2.0", "matplotlib>=3.7", "torch==2.13.0"],
+        # The test install: everything the fast suite imports, and no PyTorch (on a fresh
+        # Linux machine an unpinned or PyPI torch is the CUDA build, gigabytes). The torch
+        # tier adds [torch]: pip install -e ".[test,torch]".
+        "test": TEST,
+        "dev": TEST,
+        "onnx": ONNX,
+        "tune": TUNE,
+        "plot": PLOT,
+        # Pinned: never let pip resolve an unpinned torch. For a CPU-only machine install
+        # the CPU build of this version (the "+cpu" wheel) first.
+        "torch": [TORCH],
+        # What the benchmarks need: the baselines a user would otherwise pick (the CPU
+        # table's PyTorch and ONNX Runtime, benchmarks/cpu_latency.py).
+        "bench": TUNE + PLOT + ONNX + ["onnxruntime>=1.17", TORCH],
     },
     entry_points={
         "console_scripts": ["tvm-ios=tvm_ios.cli.main:main"],

@@ -10,7 +10,8 @@ persistent kernel) for nvidia/nvidia-h100 (sm_90a), on this machine with no GPU 
 artifact with a valid manifest is kept, not rebuilt); then ``gpu_bench/packs/<model>.tar.gz`` (each under
 64 MiB, with TVM's runtime, apache-tvm-ffi for the host's Python, and that model's
 artifacts). On the GPU host: ``tar xzf <model>.tar.gz && sh pack/run.sh``; back here,
-``python -m tvm_ios.bench.table */results.json */torch_results.json -o docs/benchmarks.md``.
+``python -m tvm_ios.cli.bench_table */results.json */torch_results.json -o docs/benchmarks.md``.
+``gpu_bench/build.json`` records what was built or kept, with the provenance of this run.
 """
 import argparse
 import logging
@@ -23,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import pack_runtime  # noqa: E402
 
 from tvm_ios.bench.manifest import Manifest, ManifestError  # noqa: E402
-from tvm_ios.bench.table import BATCHES, MODELS  # noqa: E402
+from tvm_ios.bench.provenance import provenance, write_results  # noqa: E402
+from tvm_ios.cli.bench_table import BATCHES, MODELS  # noqa: E402
 from tvm_ios.cli.main import main as tvm_ios  # noqa: E402
 
 
@@ -62,13 +64,18 @@ def main() -> int:
                         help="engines to build (default: all three columns)")
     pack_runtime.add_arguments(parser)
     args = parser.parse_args()
+    started = provenance()
     logging.basicConfig(level=logging.WARNING)
     out = Path(args.output)
+    packs = {}
     for model in args.models:
         artifacts = [build(model, batch, engine, out / "artifacts", args.target)
                      for batch in args.batches for engine in args.engines]
         (out / "packs").mkdir(parents=True, exist_ok=True)
-        pack_runtime.make_pack(args, str(out / "packs" / f"{model}.tar.gz"), artifacts)
+        pack = out / "packs" / f"{model}.tar.gz"
+        pack_runtime.make_pack(args, str(pack), artifacts)
+        packs[str(pack)] = [str(a) for a in artifacts]
+    write_results(out / "build.json", {"target": args.target, "packs": packs}, started)
     return 0
 
 

@@ -11,6 +11,9 @@ configuration found by Shisha driving the real executor online; its outputs are 
 against the unpartitioned build and its throughput is measured in the same run as the
 one-EP build (the whole model as one stage, with one and with two threads).
 
+Writes ``benchmarks/results/pipelines.json`` (``--results``) with its provenance; the
+convergence plots go to ``--out``.
+
     PYTHONPATH=. python benchmarks/pipelines.py [--out DIR] [--real-model resnet50]
 """
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from tvm_ios import _tvm, models
+from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.graph.opgraph import OpGraph
 from tvm_ios.pipelines.eps import EPSpec, parse_eps
 from tvm_ios.pipelines.executor import PipelineExecutor
@@ -142,7 +146,9 @@ def real(model: str, size: int, frames: int, repeats: int = 3) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="bench_out/pipelines")
+    parser.add_argument("--out", default="bench_out/pipelines", help="where the plots go")
+    parser.add_argument("--results", default=str(Path(__file__).resolve().parent / "results"
+                                                 / "pipelines.json"))
     parser.add_argument("--models", default="resnet50,yolov3,synthnet")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--real-model", default="resnet50")
@@ -151,6 +157,7 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-modelled", action="store_true")
     parser.add_argument("--skip-real", action="store_true")
     args = parser.parse_args(argv)
+    started = provenance(None if argv is None else [__file__, *argv])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = {}
@@ -168,7 +175,7 @@ def main(argv=None) -> int:
         report["real"] = real(args.real_model, args.real_size, args.frames)
         report["real"]["bench_seconds"] = time.perf_counter() - start
         print(json.dumps(report["real"], indent=1))
-    (out / "pipelines.json").write_text(json.dumps(report, indent=1))
+    print(f"results: {write_results(args.results, report, started)}")
     return 0
 
 

@@ -4,7 +4,8 @@ A log written by ``tune_cost.py --policy measured`` holds every candidate stage 
 Replaying answers each of the hybrid policy's measurements from that log instead of the
 machine, so policies and margins are compared on the *same* figures, free of the noise of
 two measuring runs: how many stages each measures, and its schedule's latency priced by the
-log against the measured optimum.
+log against the measured optimum. Writes ``benchmarks/results/replay_hybrid_llvm.json``
+(``--results``) with its provenance and the replayed log's size and SHA-256.
 
     PYTHONPATH=. python benchmarks/replay_hybrid.py inception_v3 --image-size 75 -r 2 -s 3 \\
         --log /tmp/tc/inception_v3_75_measured.jsonl --margins 0 0.03 0.1 [--xgb]
@@ -12,12 +13,16 @@ log against the measured optimum.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import time
+from pathlib import Path
 
 from tvm_ios import models
+from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.cost.base import schedule_latency
+from tvm_ios.cost.devices import preset_for_target
 from tvm_ios.cost.hybrid import hybrid_schedule
 from tvm_ios.cost.log import MeasureLog
 from tvm_ios.cost.measure import MeasureResult, Measurer
@@ -56,7 +61,10 @@ def main() -> None:
     parser.add_argument("--log", required=True, help="complete measured log of the model")
     parser.add_argument("--margins", nargs="+", type=float, default=[0.0])
     parser.add_argument("--xgb", action="store_true", help="XGBoost predictor (retrained)")
+    parser.add_argument("--results", default=str(Path(__file__).resolve().parent / "results"
+                                                 / "replay_hybrid_llvm.json"))
     args = parser.parse_args()
+    started = provenance()
     logging.basicConfig(level=logging.ERROR)
     mod, _ = models.get(args.model, image_size=args.image_size)
     options = {"max_group_size": args.r, "max_num_groups": args.s}
@@ -66,16 +74,26 @@ def main() -> None:
     candidates = {full.signature(graph, g, m) for g, m in full.candidates(graph, **options)}
     print(f"{args.model} {args.image_size}px r={args.r} s={args.s}: {len(candidates)} "
           f"candidate stages; optimum by the log {best.latency_us:.0f} us")
+    report = {"model": args.model, "image_size": args.image_size, "r": args.r, "s": args.s,
+              "log": {"path": args.log, "records": len(full.log),
+                      "sha256": hashlib.sha256(Path(args.log).read_bytes()).hexdigest()},
+              "candidates": len(candidates), "optimum_us": best.latency_us, "runs": []}
     for margin in args.margins:
         model = MeasuredCostModel(mod, LogReplay(args.log), None)
-        predictor = XGBCostModel("llvm") if args.xgb else AnalyticalCostModel("llvm")
+        device = preset_for_target(full.target)
+        predictor = XGBCostModel(device) if args.xgb else AnalyticalCostModel(device)
         start = time.perf_counter()
         schedule = hybrid_schedule(graph, model, predictor, margin=margin, **options)
         price, count = schedule_latency(full, graph, schedule), model.counts["measured"]
+        seconds = time.perf_counter() - start
         print(f"  {type(predictor).__name__} margin {margin}: {count} measured "
               f"({count / len(candidates):.1%}) in {schedule.stats['hybrid_rounds']} rounds, "
               f"schedule {price:.0f} us by the log ({price / best.latency_us - 1:+.2%}), "
-              f"{time.perf_counter() - start:.1f} s")
+              f"{seconds:.1f} s")
+        report["runs"].append({"predictor": type(predictor).__name__, "margin": margin,
+                               "measured": count, "rounds": schedule.stats["hybrid_rounds"],
+                               "schedule_us": price, "seconds": round(seconds, 1)})
+    print(f"results: {write_results(args.results, report, started)}")
 
 
 if __name__ == "__main__":

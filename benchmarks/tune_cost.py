@@ -5,11 +5,16 @@ For each model: tune with ``measured`` (every candidate stage measured, fresh lo
 the stage measurements and wall time of each, the estimated latency of each schedule, the
 hybrid schedule priced with the measured figures, and the real latency of both schedules
 (the rewritten model built and timed, outputs checked against the original). Then the
-roofline's Spearman correlation with the measurements and the XGBoost model's held-out
-MAPE and Spearman on the measured log.
+roofline's Spearman correlation with the measurements, and the XGBoost model's MAPE and
+Spearman on each model's stages when fitted on the other models' measured logs (held out
+by model), beside the optimistic random split of the model's own log.
+
+Writes ``benchmarks/results/tune_cost_llvm.json`` (``--results``) with its provenance.
+``--resume`` keeps the logs of an earlier run: the rows then record that they resumed and
+from which log, and ``measurements``/``wall_s`` count only this run's work.
 
     PYTHONPATH=. python benchmarks/tune_cost.py --models inception_v3 randwire \\
-        --image-size 75 64 -r 2 -s 3 --out /tmp/tune_cost
+        --image-size 75 64 -r 2 -s 3 --number 2 --stage-repeat 5 --repeat 15 --out /tmp/tc
 """
 from __future__ import annotations
 
@@ -23,16 +28,21 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from tvm_ios import models
+from tvm_ios import _tvm, models
+from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.cost.base import schedule_latency
+from tvm_ios.cost.devices import preset_for_target
 from tvm_ios.cost.hybrid import hybrid_schedule, measured_schedule
+from tvm_ios.cost.log import MeasureLog
 from tvm_ios.cost.measure import MeasureSettings, Measurer
 from tvm_ios.cost.measured import MeasuredCostModel
-from tvm_ios.cost.xgb import train_and_evaluate
+from tvm_ios.cost.xgb import evaluate_by_model, train_and_evaluate
 from tvm_ios.passes.apply_schedule import ApplySchedule
-from tvm_ios import _tvm
 from tvm_ios.runtime.compare import build, random_inputs, run, time_module
+from tvm_ios.runtime.outputs import flatten_outputs
+
+RESULTS = Path(__file__).resolve().parent / "results" / "tune_cost_llvm.json"
 
 
 def _tune(mod, log, policy, measurer, options, margin):
@@ -42,13 +52,13 @@ def _tune(mod, log, policy, measurer, options, margin):
     if policy == "measured":
         schedule = measured_schedule(graph, model, **options)
     else:
-        schedule = hybrid_schedule(graph, model, AnalyticalCostModel("llvm"), margin=margin,
-                                   **options)
+        roofline = AnalyticalCostModel(preset_for_target(measurer.target_str))
+        schedule = hybrid_schedule(graph, model, roofline, margin=margin, **options)
     return model, graph, schedule, time.perf_counter() - start
 
 
 def _roofline_spearman(model, graph, options) -> dict:
-    roofline = AnalyticalCostModel("llvm")
+    roofline = AnalyticalCostModel(preset_for_target(model.target))
     pairs = {}
     for groups, merge in model.candidates(graph, **options):
         groups = [list(g) for g in groups]
@@ -77,18 +87,14 @@ def _side_by_side(mod, params, schedules: dict, rounds: int) -> dict:
     out = {"sequential_real_ms": round(statistics.median(times["sequential"]), 3)}
     for policy in schedules:
         diff = max(float(np.abs(a - b).max()) for a, b in zip(
-            _flat(run(builds[policy], inputs)), _flat(reference)))
+            flatten_outputs(run(builds[policy], inputs)), flatten_outputs(reference)))
         out[policy] = {"real_ms": round(statistics.median(times[policy]), 3),
                        "max_abs_diff": diff}
     return out
 
 
-def _flat(value) -> list:
-    return [value] if isinstance(value, np.ndarray) else [a for v in value for a in _flat(v)]
-
-
-def bench(name, size, args, measurer, out: Path) -> dict:
-    """Both policies on one model; returns the figures."""
+def bench(name, size, args, measurer, out: Path) -> tuple[dict, list]:
+    """Both policies on one model; returns the figures and the measured log's records."""
     mod, params = models.get(name, image_size=size)
     options = {"max_group_size": args.r, "max_num_groups": args.s}
     row = {"model": name, "image_size": size, "r": args.r, "s": args.s}
@@ -97,12 +103,15 @@ def bench(name, size, args, measurer, out: Path) -> dict:
         log = out / f"{name}_{size}_{policy}.jsonl"
         if not args.resume:
             log.unlink(missing_ok=True)
+        before = len(MeasureLog(log))
         model, graph, schedule, wall = _tune(mod, log, policy, measurer, options, args.margin)
         runs[policy] = (model, graph, schedule)
         row[policy] = {"log": str(log), "measurements": model.counts["measured"],
                        "wall_s": round(wall, 1), "estimated_us": round(schedule.latency_us, 1),
                        "stages": len(schedule.stages),
                        "rounds": schedule.stats.get("hybrid_rounds", 1)}
+        if before:  # honest about a resumed run: its figures count only the new work
+            row[policy]["resumed_from"] = {"log": str(log), "records_before": before}
         print(f"{name}: {policy}: {row[policy]}", flush=True)
     full, graph, _ = runs["measured"]
     row["candidates"] = len({full.signature(graph, grp, m)
@@ -114,10 +123,9 @@ def bench(name, size, args, measurer, out: Path) -> dict:
     for policy, figures in timed.items():
         row[policy].update(figures)
     row["roofline_vs_measured"] = _roofline_spearman(full, graph, options)
-    row["xgb"] = {"log": row["measured"]["log"],
-                  **train_and_evaluate(full.log.records, out / f"{name}_{size}_xgb.json")}
+    row["xgb_random_split"] = train_and_evaluate(full.log.records)
     print(json.dumps(row), flush=True)
-    return row
+    return row, full.log.records
 
 
 def main() -> None:
@@ -132,22 +140,34 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15,
                         help="rounds of whole-model timing (each times every build once)")
     parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--out", default="/tmp/tune_cost")
+    parser.add_argument("--out", default="/tmp/tune_cost", help="directory of the logs")
+    parser.add_argument("--results", default=str(RESULTS), help="the results file")
     parser.add_argument("--resume", action="store_true",
-                        help="keep existing logs (their stages count as cached, not measured)")
+                        help="keep existing logs (their stages count as cached, not measured; "
+                             "the results record which log each row resumed from)")
     args = parser.parse_args()
+    started = provenance()  # the code and command that run, before anything changes
     logging.basicConfig(level=logging.WARNING)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     measurer = Measurer("llvm", settings=MeasureSettings(
         number=args.number, repeat=args.stage_repeat, batch_size=args.batch_size))
-    rows = []
+    rows, logs = [], {}
     try:
         for name, size in zip(args.models, args.image_size):
-            rows.append(bench(name, size, args, measurer, out))
+            row, logs[name] = bench(name, size, args, measurer, out)
+            rows.append(row)
     finally:
         measurer.close()
-    (out / "results.json").write_text(json.dumps(rows, indent=1))
+    if len(logs) > 1:  # held out by model: fitted on the other models' measured logs
+        by_model = evaluate_by_model(logs)["models"]
+        for row in rows:
+            row["xgb_by_model"] = by_model[row["model"]]
+    settings = {"r": args.r, "s": args.s, "margin": args.margin, "number": args.number,
+                "stage_repeat": args.stage_repeat, "repeat": args.repeat,
+                "batch_size": args.batch_size, "target": measurer.target_str,
+                "resume": args.resume}
+    print(f"results: {write_results(args.results, {'settings': settings, 'rows': rows}, started)}")
     for row in rows:
         m, h = row["measured"], row["hybrid"]
         print(f"{row['model']} {row['image_size']}px r={row['r']} s={row['s']}: "
@@ -156,8 +176,19 @@ def main() -> None:
               f" | hybrid: {h['measurements']} measurements, {h['wall_s']} s, est "
               f"{h['estimated_us']} us ({h['under_measured_figures_us']} us by the measured "
               f"log), real {h['real_ms']} ms | sequential real {row['sequential_real_ms']} ms"
-              f" | roofline Spearman {row['roofline_vs_measured']['spearman']:.3f} | XGBoost "
-              f"held-out MAPE {row['xgb']['mape']:.3f}, Spearman {row['xgb']['spearman']:.3f}")
+              f" | roofline Spearman {row['roofline_vs_measured']['spearman']:.3f}"
+              + _xgb_line(row))
+
+
+def _xgb_line(row: dict) -> str:
+    split = row["xgb_random_split"]
+    line = (f" | XGBoost, random split of its own log: MAPE {split['mape']:.3f}, Spearman "
+            f"{split['spearman']:.3f}")
+    held = row.get("xgb_by_model")
+    if held:
+        line += (f"; held out by model ({held['n']} unseen stages): MAPE {held['mape']:.3f}, "
+                 f"Spearman {held['spearman']:.3f}")
+    return line
 
 
 if __name__ == "__main__":

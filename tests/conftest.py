@@ -1,8 +1,13 @@
 """Shared pytest configuration: markers, device detection and small Relax fixtures.
 
-Markers: ``slow`` (full-size models, long builds; deselect with ``-m "not slow"``) and
-``gpu`` (needs a CUDA device; skipped where none is present).
+Markers: ``slow`` (full-size models, long builds; deselect with ``-m "not slow"``),
+``gpu`` (needs a CUDA device; skipped where none is present) and ``torch`` (needs PyTorch,
+which the ``test`` extra does not install: its modules skip, naming the install, unless
+``TVM_IOS_REQUIRE_TORCH=1`` says this is the torch tier, where a missing torch stops the run).
 """
+import importlib.util
+import os
+
 import numpy as np
 import pytest
 from tvm import relax  # noqa: E402
@@ -20,6 +25,10 @@ def _has_cuda() -> bool:
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: full-size models or long builds")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
+    config.addinivalue_line("markers", "torch: needs PyTorch (pip install -e '.[test,torch]')")
+    if os.environ.get("TVM_IOS_REQUIRE_TORCH") == "1" and importlib.util.find_spec("torch") is None:
+        pytest.exit("TVM_IOS_REQUIRE_TORCH=1 (the torch tier) but PyTorch is not installed: "
+                    "pip install -e '.[test,torch]'", returncode=2)
 
 
 def pytest_collection_modifyitems(config, items):

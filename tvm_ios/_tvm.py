@@ -1,11 +1,17 @@
 """Thin adapter over the TVM Python API.
 
 TVM renamed ``tir``, dlight, StructInfo and tensor constructors within one year (0.25-0.27).
-Every other module of tvm-ios reaches TVM through the names defined here, so the next rename
-is a one-file change.
+This is the one module of tvm-ios that imports TVM's moving parts (``tvm.tirx``,
+``tvm.s_tir`` with dlight and meta_schedule, ``tvm_ffi``, ``tvm.runtime``, ``tvm.target``,
+``tvm.support``, ``tvm.contrib``, ``tvm.rpc``, ``tvm.script``); the others reach them through
+the names defined here (``_tvm.tirx``, ``_tvm.ms``, ``_tvm.T``, ``_tvm.tensor(...)``...), so
+the next rename is a one-file change. ``tvm.relax``, ``tvm.ir`` and ``tvm.transform``, the
+stable core, may be imported anywhere. ``tests/test_adapter.py`` checks the rule. Heavy
+modules (meta_schedule, dlight, TVMScript, nvcc) are imported on first use.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import Any, Sequence
 
@@ -20,6 +26,27 @@ logger = logging.getLogger(__name__)
 
 IRModule = tvm.IRModule
 Target = tvm.target.Target
+DataType = tvm.runtime.DataType
+
+#: Names imported on first use (``_tvm.ms`` or ``from .._tvm import ms``) -> their module.
+_LAZY = {
+    "s_tir": "tvm.s_tir",                     # schedulable TIR: dlight, meta_schedule, pipelines
+    "s_tir_pipeline": "tvm.s_tir.pipeline",   # TVM's TIR pipelines (finalize_*_passes)
+    "dlight": "tvm.s_tir.dlight",             # default GPU schedules
+    "ms": "tvm.s_tir.meta_schedule",          # builders, runners, databases, tuning
+    "T": "tvm.script.tirx",                   # TVMScript for TIR
+    "nvcc": "tvm.support.nvcc",               # CUDA compilation with nvcc
+    "tvm_ffi": "tvm_ffi",                     # the FFI package (structural_map, global funcs)
+}
+
+
+def __getattr__(name: str):
+    """Import a name of :data:`_LAZY` on first use."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(_LAZY[name])
+    globals()[name] = module
+    return module
 module_pass = tvm.transform.module_pass
 Sequential = tvm.transform.Sequential
 PassContext = tvm.transform.PassContext
@@ -41,15 +68,6 @@ def to_numpy(value: Any) -> np.ndarray | list:
 def llvm_system_cpu() -> str:
     """The CPU name LLVM detects here (``znver4``): the ``mcpu`` of a tuned llvm target."""
     return str(tvm.target.codegen.llvm_get_system_cpu())
-
-
-def __getattr__(name: str):
-    """Heavy TVM parts, imported on first use: ``_tvm.ms`` is ``tvm.s_tir.meta_schedule``."""
-    if name == "ms":
-        from tvm.s_tir import meta_schedule  # noqa: PLC0415
-
-        return meta_schedule
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_target(target: str | dict | Target) -> Target:
@@ -192,9 +210,7 @@ def structural_hash(node: Any) -> int:
 
     ``tvm.ir.structural_hash`` moved to ``tvm_ffi.structural_hash`` in 0.27.
     """
-    import tvm_ffi  # noqa: PLC0415  (only where hashing is needed)
-
-    return int(tvm_ffi.structural_hash(node))
+    return int(__getattr__("tvm_ffi").structural_hash(node))
 
 
 def relax_functions(mod: IRModule) -> Sequence[tuple[str, relax.Function]]:
@@ -214,9 +230,7 @@ def var_name(var: relax.Var) -> str:
 
 def register_error(cls: type) -> type:
     """Let an exception class cross TVM's FFI (pass boundaries) without becoming RuntimeError."""
-    import tvm_ffi  # noqa: PLC0415
-
-    return tvm_ffi.register_error(cls.__name__, cls)
+    return __getattr__("tvm_ffi").register_error(cls.__name__, cls)
 
 
 def string_imm(value: str):

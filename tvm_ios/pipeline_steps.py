@@ -64,7 +64,7 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
 
     analytical = AnalyticalCostModel(device or _preset(target, engine))
     if log is None and kernels is not None:
-        from .bench.cpu_builds import STAGE_LOG  # noqa: PLC0415
+        from .kernels.kernel_db import STAGE_LOG  # noqa: PLC0415
 
         log = Path(kernels.path) / STAGE_LOG if (Path(kernels.path) / STAGE_LOG).is_file() \
             else None
@@ -86,21 +86,16 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
 
 
 def _preset(target, engine: str):
-    from .cost.devices import get_device  # noqa: PLC0415
+    """The target's preset (:func:`~tvm_ios.cost.devices.preset_for_target`); for rPrograms
+    on ``llvm`` the CPU vDevice's: ``cpu`` with one unit per worker of TVM's thread pool."""
+    from .cost.devices import get_device, preset_for_target  # noqa: PLC0415
 
-    kind = target.kind.name
-    if kind == "cuda":
-        from .kernels.vdevice import target_vdevice  # noqa: PLC0415
-
-        return target_vdevice(target).name
-    if kind == "llvm" and engine == "stages":
-        return "llvm"
-    if kind == "llvm":
+    preset = preset_for_target(target)  # ValueError, naming the target, for other kinds
+    if preset == "llvm" and engine == "rprogram":
         from .kernels.vdevice import pool_threads  # noqa: PLC0415
 
         return dataclasses.replace(get_device("cpu"), units=max(1, pool_threads()))
-    raise ValueError(f"tvm_ios.pipeline: no cost model for target kind {kind!r} (llvm and "
-                     "cuda are supported); pass device= to name an analytical preset")
+    return preset
 
 
 def schedule_pass(opts, cost_model):

@@ -63,7 +63,6 @@ def test_zoo_model_ios_artifact_for_h100(tmp_path):
     """A zoo model with the IOS schedule, cross-compiled for sm_90a (about a minute)."""
     import shutil
 
-    pytest.importorskip("tvm_ios.models.netdef", reason="the model zoo is not on this branch")
     from tvm_ios import models
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed")

@@ -6,6 +6,7 @@ from tvm_ios import models
 from tvm_ios.bench import cpu_baselines as cb
 from tvm_ios.bench import cpu_builds
 
+pytestmark = pytest.mark.torch  # the torch tier runs it (pip install -e ".[test,torch]")
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install "
                                             "'tvm-ios[bench]')")
 

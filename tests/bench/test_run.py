@@ -38,7 +38,7 @@ def test_runtime_only_copy_without_compiler_library(llvm_artifact, tmp_path):
     assert (tvm_copy / "lib" / "libtvm_runtime.so").exists()
     out = tmp_path / "result.json"
     env = dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{REPO}")
-    proc = subprocess.run([sys.executable, "-m", "tvm_ios.bench.run", str(llvm_artifact),
+    proc = subprocess.run([sys.executable, "-m", "tvm_ios.cli.bench_run", str(llvm_artifact),
                            "--repeat", "3", "--warmup", "1", "--json", str(out)],
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr

@@ -1,5 +1,6 @@
 """The table: figures placed by column, ratios, mismatches, "not measured", the chart."""
-from tvm_ios.bench.table import NOT_MEASURED, bar_chart, collect, main, render
+from tvm_ios.bench.table import NOT_MEASURED, bar_chart, collect, render
+from tvm_ios.cli.bench_table import main
 
 
 def _row(variant, latency, status="ok", model="squeezenet", batch=1):

@@ -4,13 +4,16 @@ import json
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install '.[torch]')")
-pytest.importorskip("tvm_ios.models.netdef", reason="the model zoo is not on this branch")
+pytestmark = pytest.mark.torch
+torch = pytest.importorskip(
+    "torch", reason="PyTorch is not installed; the torch tier: pip install -e '.[test,torch]' "
+    "&& TVM_IOS_REQUIRE_TORCH=1 pytest -m torch")
 
 from tvm_ios import models  # noqa: E402
 from tvm_ios.bench.artifact import build_artifact  # noqa: E402
 from tvm_ios.bench.manifest import MANIFEST_NAME, sha256_file  # noqa: E402
-from tvm_ios.bench.torch_baselines import bench_torch, load_torch_model, main  # noqa: E402
+from tvm_ios.bench.torch_baselines import bench_torch, load_torch_model  # noqa: E402
+from tvm_ios.cli.bench_torch import main  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,8 @@ import json
 
 import pytest
 
+from tvm_ios import models
 from tvm_ios.cli.main import main
-
-pytest.importorskip("tvm_ios.models.netdef", reason="the model zoo is not on this branch")
-from tvm_ios import models  # noqa: E402
 
 
 def test_build_then_bench_run(tmp_path, capsys):

@@ -30,6 +30,7 @@ def test_run_compares_and_reports(tmp_path, capsys):
     assert doc["max_abs_diff"] <= 1e-4 * max(1.0, doc["max_abs_value"])
     assert doc["latency_ms_original"] > 0 and doc["latency_ms_rewritten"] > 0
     assert "max |diff|" in capsys.readouterr().out
+    assert len(doc["provenance"]["commit"]) == 40 and doc["provenance"]["versions"]["tvm"]
 
 
 def test_run_with_schedule_file_and_stale_fallback(tmp_path, capsys):

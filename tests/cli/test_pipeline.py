@@ -1,12 +1,7 @@
 """``tvm-ios pipeline``: JSON fields, plot, and bad input giving exit code 2 with the reason."""
 import json
 
-import pytest
-
 from tvm_ios.cli.main import main
-
-models = pytest.importorskip("tvm_ios.models")
-pytestmark = pytest.mark.skipif(not hasattr(models, "get"), reason="model zoo not merged yet")
 
 
 def test_pipeline_json_and_plot(tmp_path, capsys):

@@ -50,3 +50,15 @@ def test_missing_xgb_model_file_is_named(tmp_path):
     missing = str(tmp_path / "none.json")
     with pytest.raises(FileNotFoundError, match="none.json"):
         tune_module(_tiny(), "tiny", _args("--cost", "xgb", "--xgb-model", missing))
+
+
+def test_missing_tune_extra_names_the_pip_install(tmp_path, monkeypatch, capsys):
+    from tvm_ios.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "cloudpickle", None)  # as if `[tune]` were not installed
+    status = main(["tune", "--model", "squeezenet", "--image-size", "32", "-r", "1", "-s", "2",
+                   "--log", str(tmp_path / "log.jsonl")])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "cloudpickle is missing" in err and "pip install 'tvm-ios[tune]'" in err
+    assert "Traceback" not in err

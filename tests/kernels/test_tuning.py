@@ -14,8 +14,6 @@ from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import random_inputs, run
 from tvm_ios.testing import dag_model
 
-pytest.importorskip("xgboost", reason="kernel tuning needs the tune extra "
-                                      "(pip install 'tvm-ios[tune]')")
 
 
 class Concurrent:

@@ -4,13 +4,12 @@ from __future__ import annotations
 import builtins
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from tvm_ios import _tvm
 from tvm_ios.models import from_onnx, reference
-
-onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 
 def _tiny_model(path, rng):

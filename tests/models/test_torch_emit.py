@@ -2,8 +2,10 @@
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install '.[torch]')")
-pytest.importorskip("tvm_ios.models.netdef", reason="the model zoo is not on this branch")
+pytestmark = pytest.mark.torch
+torch = pytest.importorskip(
+    "torch", reason="PyTorch is not installed; the torch tier: pip install -e '.[test,torch]' "
+    "&& TVM_IOS_REQUIRE_TORCH=1 pytest -m torch")
 
 from tvm_ios import models  # noqa: E402
 from tvm_ios.models import reference  # noqa: E402

@@ -32,8 +32,7 @@ def test_bindings_follow_the_plan_order(order):
     ordered = OrderInstances()(split)
     assert instance_sequence(ordered["main"]) == expected
     assert load(ordered, "main")["emitted"] == order
-    if order == "dfs":
-        assert compare_modules(mod, ordered, params).max_abs_diff < 1e-4
+    assert compare_modules(mod, ordered, params).max_abs_diff < 1e-4
 
 
 def test_needs_a_plan():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from .tiny import tiny_cnn
-from tvm_ios import _tvm
+from tvm_ios import _tvm, models
 from tvm_ios.pipelines.eps import parse_eps
 from tvm_ios.pipelines.executor import PipelineError, PipelineExecutor
 from tvm_ios.pipelines.run import run_search
@@ -22,16 +22,22 @@ def plan():
     return StagePlan.from_model(mod, params)
 
 
-def test_two_cpu_eps_equal_unpartitioned(plan):
-    eps = parse_eps("cpu2")
-    config = Config((3, 4), (1, 0))
+def _pipeline_matches(plan, config, frames: int, rtol: float):
+    """Run ``frames`` frames through the two-EP pipeline of ``config``; check each output
+    against the unpartitioned build; returns the compiled stages and the run's result."""
     compiled = compile_stages(plan, config.stages)
-    frames = [[_tvm.tensor(a) for a in plan.inputs(seed)] for seed in range(5)]
-    result = PipelineExecutor(pipeline_specs(compiled, eps, config)).run(frames)
+    inputs = [[_tvm.tensor(a) for a in plan.inputs(seed)] for seed in range(frames)]
+    result = PipelineExecutor(pipeline_specs(compiled, parse_eps("cpu2"), config)).run(inputs)
     reference = build(plan.mod)
+    assert len(result.outputs) == frames
     for seed, out in enumerate(result.outputs):
         expected = run(reference, plan.inputs(seed))
-        assert np.abs(out[0].numpy() - expected).max() < 1e-5
+        assert np.abs(out[0].numpy() - expected).max() <= rtol * np.abs(expected).max()
+    return compiled, result
+
+
+def test_two_cpu_eps_equal_unpartitioned(plan):
+    compiled, result = _pipeline_matches(plan, Config((3, 4), (1, 0)), 5, 1e-6)
     assert [s.name for s in compiled] == ["layers0-2", "layers3-6"]
 
 
@@ -88,20 +94,9 @@ def test_online_search_keeps_results_when_a_stage_fails(plan):
 
 
 def _zoo_pipeline_matches(name, image_size, first):
-    models = pytest.importorskip("tvm_ios.models")
-    if not hasattr(models, "get"):
-        pytest.skip("the model zoo is not merged into this branch yet")
     mod, params = models.get(name, image_size=image_size)
     plan = StagePlan.from_model(mod, params)
-    eps = parse_eps("cpu2")
-    config = Config((first, plan.num_layers - first), (0, 1))
-    compiled = compile_stages(plan, config.stages)
-    frames = [[_tvm.tensor(a) for a in plan.inputs(seed)] for seed in range(3)]
-    result = PipelineExecutor(pipeline_specs(compiled, eps, config)).run(frames)
-    reference = build(plan.mod)
-    for seed, out in enumerate(result.outputs):
-        expected = run(reference, plan.inputs(seed))
-        assert np.abs(out[0].numpy() - expected).max() <= 1e-4 * np.abs(expected).max()
+    _pipeline_matches(plan, Config((first, plan.num_layers - first), (0, 1)), 3, 1e-4)
 
 
 def test_zoo_model_over_two_cpu_eps_equals_unpartitioned():

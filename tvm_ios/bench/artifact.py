@@ -17,11 +17,11 @@ import platform
 from pathlib import Path
 
 import numpy as np
-import tvm_ffi
 
 from .. import __version__ as TVM_IOS_VERSION
 from .. import _tvm
 from ..runtime import compare
+from ..runtime.outputs import flatten_outputs
 from . import tensors
 from .manifest import Manifest, sha256_bytes, sha256_file
 
@@ -123,7 +123,7 @@ def _compile_kernels(executable, target, out: Path) -> tuple[dict | None, dict]:
     """
     if target.kind.name != "cuda":
         return None, {}
-    from tvm.support import nvcc  # noqa: PLC0415
+    from .._tvm import nvcc  # noqa: PLC0415
 
     sources = _cuda_sources(executable)
     if not sources:
@@ -147,19 +147,13 @@ def _reference(mod, inputs, weights, arrays, built=None) -> list[np.ndarray]:
     """Outputs of TVM's default llvm build of the unrewritten module (``built`` if given)."""
     if built is None:
         exe = compare.build(mod, "llvm", {w["name"]: arrays[w["name"]] for w in weights})
-        return _flatten(compare.run(exe, [arrays[i["name"]] for i in inputs]))
+        return flatten_outputs(compare.run(exe, [arrays[i["name"]] for i in inputs]))
     ordered = sorted(inputs + weights, key=lambda s: s["position"])
-    return _flatten(compare.run(built, [arrays[s["name"]] for s in ordered]))
-
-
-def _flatten(value) -> list[np.ndarray]:
-    if isinstance(value, np.ndarray):
-        return [value]
-    return [a for v in value for a in _flatten(v)]
+    return flatten_outputs(compare.run(built, [arrays[s["name"]] for s in ordered]))
 
 
 def _versions() -> dict:
-    return {"tvm": _tvm.TVM_VERSION, "tvm_ffi": tvm_ffi.__version__,
+    return {"tvm": _tvm.TVM_VERSION, "tvm_ffi": _tvm.tvm_ffi.__version__,
             "tvm_ios": TVM_IOS_VERSION, "numpy": np.__version__,
             "python": platform.python_version()}
 

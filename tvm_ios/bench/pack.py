@@ -34,7 +34,7 @@ FFI_PIN = "apache-tvm-ffi==0.1.14.post1"
 RUNTIME_MODULES = ("__init__.py", "cli/__init__.py", "cli/bench_run.py", "bench/__init__.py",
                    "bench/manifest.py", "bench/tensors.py", "bench/run.py",
                    "bench/torch_baselines.py", "cli/bench_torch.py",
-                   "models/torch_emit.py")
+                   "models/torch_emit.py", "runtime/__init__.py", "runtime/outputs.py")
 #: The zoo's plain-data definitions, for the PyTorch baselines (packed when present).
 ZOO_MODULES = ("models/netdef.py", "models/layers.py", "models/shapes.py")
 # The zoo package's own __init__ emits Relax (needs the compiler); the pack gets this one.
@@ -49,12 +49,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE" || exit 1  # nothing in the caller's directory may shadow the packed modules
 export PYTHONPATH="$HERE/site${PYTHONPATH:+:$PYTHONPATH}"
 export TVM_USE_RUNTIME_LIB=1 TVM_DEVICE_BACKEND_AUTOLOAD=0
-"${PYTHON:-python3}" -m tvm_ios.bench.run "$HERE"/artifacts/* --json "$HERE/results.json" "$@"
+"${PYTHON:-python3}" -m tvm_ios.cli.bench_run "$HERE"/artifacts/* --json "$HERE/results.json" "$@"
 status=$?
 # PyTorch baselines on the host's own PyTorch, for artifacts of zoo models (net.json).
 ZOO=$(ls "$HERE"/artifacts/*/net.json 2>/dev/null | xargs -r -n1 dirname)
 if [ -n "$ZOO" ] && "${PYTHON:-python3}" -c "import torch" 2>/dev/null; then
-  "${PYTHON:-python3}" -m tvm_ios.bench.torch_baselines $ZOO \
+  "${PYTHON:-python3}" -m tvm_ios.cli.bench_torch $ZOO \
     --json "$HERE/torch_results.json" ${TORCH_MODES:+--modes $TORCH_MODES}
 fi
 exit $status
@@ -136,7 +136,7 @@ def _copy_ffi(site: Path, ffi_wheel: str | Path | None) -> None:
     if ffi_wheel is not None:
         unpack_wheel(ffi_wheel, site, _FFI_SKIP_DIRS)
         return
-    import tvm_ffi  # noqa: PLC0415  (this Python's own build: for tests and same-Python hosts)
+    from .._tvm import tvm_ffi  # noqa: PLC0415  (this Python's own build: tests, same-Python hosts)
 
     _copy_tree(Path(tvm_ffi.__file__).parent, site / "tvm_ffi", _FFI_SKIP_DIRS)
 

@@ -1,14 +1,15 @@
 """Run a benchmark artifact with TVM's runtime only: check against the reference, then time.
 
-``python -m tvm_ios.bench.run DIR [--json FILE]`` works on a GPU host where only TVM's
+``python -m tvm_ios.cli.bench_run DIR [--json FILE]`` works on a GPU host where only TVM's
 runtime is present (no ``libtvm_compiler.so``, e.g. the pack of :mod:`tvm_ios.bench.pack`):
 TVM is imported in runtime-only mode, ``libtvm_runtime_cuda.so`` is loaded explicitly, and
 the CUDA source in the library is served the fatbin nvcc built with the artifact (NVRTC or
 nvcc on the host are only a fallback). The output is compared with the CPU reference; only
 when it matches is the artifact timed: warm-up, then ``repeat`` repeats of TVM's time
 evaluator (CUDA events on GPUs) rotating over several input tensors; the median is the
-figure. Imports only the standard library, numpy, TVM's runtime, and ``manifest`` and
-``tensors`` of this package (never the compiler parts of tvm-ios).
+figure. Imports only the standard library, numpy, TVM's runtime, ``manifest`` and
+``tensors`` of this package and :mod:`tvm_ios.runtime.outputs` (never the compiler parts
+of tvm-ios).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runtime.outputs import flatten_outputs
 from . import tensors
 from .manifest import Manifest, check_arch, check_tvm_version, sha256_bytes
 
@@ -182,12 +184,6 @@ def check_outputs(manifest: Manifest, directory: Path, outputs) -> tuple[float, 
     return err, bound, bool(np.isfinite(err) and err <= bound)
 
 
-def _flatten(value) -> list[np.ndarray]:
-    if hasattr(value, "numpy"):
-        return [value.numpy()]
-    return [a for v in value for a in _flatten(v)]
-
-
 def _time(vm, tvm, device, manifest, weights, settings) -> list[float]:
     """Per-repeat mean latency (ms), rotating over ``settings['rotate']`` input sets."""
     saved = []
@@ -229,7 +225,7 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
                for s in manifest.params}
     arrays = dict(weights, **{s["name"]: tvm.runtime.tensor(tensors.materialize(s), device)
                               for s in manifest.inputs})
-    err, bound, ok = check_outputs(manifest, directory, _flatten(vm["main"](
+    err, bound, ok = check_outputs(manifest, directory, flatten_outputs(vm["main"](
         *_ordered_args(manifest, arrays))))
     settings = {"warmup": warmup, "repeat": repeat, "number": number,
                 "min_repeat_ms": min_repeat_ms, "rotate": max(1, rotate)}
@@ -243,14 +239,3 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
     result.repeats_ms = _time(vm, tvm, device, manifest, weights, settings)
     result.latency_ms = statistics.median(result.repeats_ms)
     return result
-
-
-def main(argv=None) -> int:
-    """Command line: ``python -m tvm_ios.bench.run DIR [--json FILE]`` (prints a summary)."""
-    from ..cli.bench_run import main as cli_main  # noqa: PLC0415  (runtime-only as well)
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """The benchmark table: every column measured side by side in one run, or "not measured".
 
-``python -m tvm_ios.bench.table RESULTS.json... -o docs/benchmarks.md`` reads the JSON lists
-``tvm-ios bench-run --json`` and ``python -m tvm_ios.bench.torch_baselines --json`` write and
+``python -m tvm_ios.cli.bench_table RESULTS.json... -o docs/benchmarks.md`` reads the JSON lists
+``tvm-ios bench-run --json`` and ``python -m tvm_ios.cli.bench_torch --json`` write and
 renders one Markdown table: per model and batch, the median latency of each column and the
 ratio of the best baseline (PyTorch modes, TVM's default build) to the best tvm-ios column.
 A cell with no valid measurement says ``not measured`` (or ``mismatch`` when the output
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-import sys
 from pathlib import Path
 
 __all__ = ["COLUMNS", "BASELINES", "OURS", "MODELS", "BATCHES", "collect", "render",
@@ -62,7 +61,7 @@ On the GPU host (Python 3.12, NVIDIA driver for CUDA 13, no TVM, no network):
 `tar xzf pack.tar.gz && sh pack/run.sh` (writes `results.json`, and `torch_results.json` when
 the host has PyTorch; `TORCH_MODES="eager cuda-graph compile compile-max-autotune"` adds
 max-autotune, which may take long to compile), then here:
-`python -m tvm_ios.bench.table results.json torch_results.json -o docs/benchmarks.md`.
+`python -m tvm_ios.cli.bench_table results.json torch_results.json -o docs/benchmarks.md`.
 """
 
 
@@ -153,14 +152,3 @@ def bar_chart(figures: dict, path: str | Path) -> Path | None:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)
-
-
-def main(argv=None) -> int:
-    """Command line: render the page from result files (missing files are an error)."""
-    from ..cli.bench_table import main as cli_main  # noqa: PLC0415
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """PyTorch baselines on the same model and weights as a benchmark artifact.
 
-``python -m tvm_ios.bench.torch_baselines DIR... [--modes eager cuda-graph compile]`` runs on
+``python -m tvm_ios.cli.bench_torch DIR... [--modes eager cuda-graph compile]`` runs on
 the GPU host's own PyTorch: it rebuilds the model from the artifact's ``net.json`` (the zoo's
 framework-neutral definition, through :mod:`tvm_ios.models.torch_emit`), materialises the
 artifact's weights and input from their recipes, checks each mode's output against the
@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -150,14 +149,3 @@ def bench_torch(directory, modes=("eager",), device: str | None = None, warmup: 
             result.repeats_ms = _timed(torch, run, inputs, device == "cuda", repeat, number)
             result.latency_ms = statistics.median(result.repeats_ms)
     return results
-
-
-def main(argv=None) -> int:
-    """Command line (prints one line per artifact and mode); exit 2 on any mismatch."""
-    from ..cli.bench_torch import main as cli_main  # noqa: PLC0415
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """``tvm-ios bench-run DIR``: check a benchmark artifact against its reference and time it.
 
-Also reached as ``python -m tvm_ios.bench.run DIR`` on GPU hosts that have only TVM's
+Also reached as ``python -m tvm_ios.cli.bench_run DIR`` on GPU hosts that have only TVM's
 runtime; so this module imports nothing of tvm-ios but :mod:`tvm_ios.bench.run`.
 Exit status: 0 measured, 1 refused (bad artifact, other TVM version or GPU architecture,
 no CUDA runtime), 2 output differs from the reference (no latency printed).
@@ -65,7 +65,11 @@ def add_parser(subparsers) -> None:
 
 
 def main(argv=None) -> int:
-    """Stand-alone entry (``python -m tvm_ios.bench.run``)."""
-    parser = argparse.ArgumentParser(prog="python -m tvm_ios.bench.run", description=HELP)
+    """Stand-alone entry (``python -m tvm_ios.cli.bench_run``)."""
+    parser = argparse.ArgumentParser(prog="python -m tvm_ios.cli.bench_run", description=HELP)
     add_arguments(parser)
     return handle(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,9 +1,10 @@
-"""Command line of the results page: ``python -m tvm_ios.bench.table RESULTS.json... -o PAGE``.
+"""Command line of the results page: ``python -m tvm_ios.cli.bench_table RESULTS.json... -o PAGE``.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..bench.table import bar_chart, collect, render
@@ -13,7 +14,7 @@ __all__ = ["main"]
 
 def main(argv=None) -> int:
     """Command line: render the page from result files (missing files are an error)."""
-    parser = argparse.ArgumentParser(prog="python -m tvm_ios.bench.table")
+    parser = argparse.ArgumentParser(prog="python -m tvm_ios.cli.bench_table")
     parser.add_argument("results", nargs="*", help="JSON result lists (bench-run, torch)")
     parser.add_argument("-o", "--output", default="docs/benchmarks.md")
     args = parser.parse_args(argv)
@@ -27,3 +28,7 @@ def main(argv=None) -> int:
     out.write_text(render(figures, meta, chart=chart.name if chart else None))
     print(f"wrote {out}" + (f" and {chart}" if chart else " (nothing measured: no chart)"))
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

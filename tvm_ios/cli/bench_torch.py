@@ -1,4 +1,4 @@
-"""Command line of the PyTorch baselines: ``python -m tvm_ios.bench.torch_baselines DIR...``.
+"""Command line of the PyTorch baselines: ``python -m tvm_ios.cli.bench_torch DIR...``.
 
 Runs on the GPU host from the pack (no TVM compiler, no other CLI module needed).
 """
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..bench.manifest import Manifest
@@ -16,7 +17,7 @@ __all__ = ["main"]
 
 def main(argv=None) -> int:
     """Command line (prints one line per artifact and mode); exit 2 on any mismatch."""
-    parser = argparse.ArgumentParser(prog="python -m tvm_ios.bench.torch_baselines",
+    parser = argparse.ArgumentParser(prog="python -m tvm_ios.cli.bench_torch",
                                      description="PyTorch baselines of benchmark artifacts")
     parser.add_argument("artifact", nargs="+")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES[:3]))
@@ -42,3 +43,7 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -67,9 +67,15 @@ def load_model(args):
     return mod, params, spec
 
 
-def write_json(path: str | None, data) -> None:
-    """Write ``data`` to ``path`` as JSON (no-op when path is None)."""
+def write_json(path: str | None, data, provenance: bool = False) -> None:
+    """Write ``data`` to ``path`` as JSON (no-op when path is None). With ``provenance`` a
+    dict of figures gets a ``provenance`` entry: command, commit, CPU, versions, date
+    (:func:`tvm_ios.bench.provenance.provenance`)."""
     if path:
+        if provenance and isinstance(data, dict):
+            from ..bench.provenance import provenance as taken_now  # noqa: PLC0415
+
+            data = {**data, "provenance": taken_now()}
         Path(path).write_text(json.dumps(data, indent=1))
 
 

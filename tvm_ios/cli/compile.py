@@ -118,5 +118,5 @@ def run(args) -> int:
         tuned = report["tuned_kernels"]
         print(f"  {tuned['tuned']} of {tuned['total']} kernels tuned, from {report['kernels']}")
     print(f"  library: {args.output}")
-    write_json(args.json, {**report, "library": str(args.output)})
+    write_json(args.json, {**report, "library": str(args.output)}, provenance=True)
     return 0

@@ -10,12 +10,16 @@ import importlib
 import logging
 import sys
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["main", "COMMANDS", "EXTRAS"]
 
 #: Subcommand modules under ``tvm_ios.cli``, in the order ``--help`` lists them.
 COMMANDS = ("schedule", "run", "compile", "stats", "tune", "tune_kernels", "codegen", "pipeline",
             "graphturbo", "build",
             "bench_run")
+
+#: Optional modules -> the extra of setup.py that installs them (named when one is missing).
+EXTRAS = {"cloudpickle": "tune", "psutil": "tune", "tornado": "tune", "xgboost": "tune",
+          "matplotlib": "plot", "onnx": "onnx", "torch": "torch"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +43,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.handler(args) or 0)
     except (ValueError, FileNotFoundError, KeyError) as err:
         print(f"tvm-ios {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:
+        extra = EXTRAS.get((err.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"tvm-ios {args.command}: error: the Python module {err.name} is missing; "
+              f"install it with: pip install 'tvm-ios[{extra}]'", file=sys.stderr)
         return 2
 
 

@@ -83,7 +83,7 @@ def run(args) -> int:
     data = {"model": model, "eps": eps_to_json(eps), "times": args.times,
             "layers": plan.num_layers, **results[0].to_dict(),
             "results": [r.to_dict() for r in results]}
-    write_json(args.json, data)
+    write_json(args.json, data, provenance=True)
     if args.plot:
         from ..pipelines.plot import plot_convergence  # noqa: PLC0415
 

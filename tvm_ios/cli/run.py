@@ -76,7 +76,7 @@ def run(args) -> int:
               f"({torch_ms / max(result.latency_ms_rewritten, 1e-9):.2f}x of scheduled)")
     write_json(args.json, {"model": name, "target": args.target if not args.lib else
                            doc["target"], **result.to_dict(), "pytorch_eager_ms": torch_ms,
-                           **doc})
+                           **doc}, provenance=True)
     return 0
 
 

@@ -5,9 +5,10 @@ rough ones; the models use them for ranking, not for exact latencies.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-__all__ = ["DeviceSpec", "DEVICES", "get_device"]
+__all__ = ["DeviceSpec", "DEVICES", "get_device", "preset_for_target"]
 
 
 @dataclass(frozen=True)
@@ -79,3 +80,38 @@ def get_device(name: str | DeviceSpec) -> DeviceSpec:
         return DEVICES[name.lower()]
     except KeyError:
         raise ValueError(f"unknown device {name!r}; presets are {sorted(DEVICES)}") from None
+
+
+#: CUDA compute capability major version -> preset (``sm_90a`` is an H100, ``sm_80`` an A100).
+_CUDA_PRESETS = {"9": "h100", "8": "a100", "7": "v100"}
+
+
+def preset_for_target(target) -> str:
+    """The preset that models the device a TVM target's code runs on.
+
+    ``target`` is a Target, its dict, a kind or tag string, or the JSON string a measurement
+    log records (``str(Target)``): ``llvm`` and ``c`` give ``llvm``, CUDA gives ``h100``,
+    ``a100`` or ``v100`` by the arch's major version (``sm_90a``, ``sm_80``, ``sm_70``).
+    Raises ``ValueError`` for another kind or arch.
+    """
+    kind, arch = _kind_and_arch(target)
+    if kind in ("llvm", "c"):
+        return "llvm"
+    major = arch[3:4] if kind == "cuda" and arch.startswith("sm_") else ""
+    if major in _CUDA_PRESETS:
+        return _CUDA_PRESETS[major]
+    raise ValueError(f"no cost-model preset for target {str(target)[:120]!r} (kind {kind!r}, "
+                     f"arch {arch!r}); presets cover llvm and CUDA sm_7x/sm_8x/sm_9x")
+
+
+def _kind_and_arch(target) -> tuple[str, str]:
+    if isinstance(target, str) and target.lstrip().startswith("{"):
+        target = json.loads(target)
+    if isinstance(target, dict):
+        return str(target.get("kind", "")), str(target.get("arch", ""))
+    if isinstance(target, str) and target.split()[0] in ("llvm", "c"):
+        return target.split()[0], ""
+    from .. import _tvm  # noqa: PLC0415  (a tag such as nvidia/nvidia-h100 needs TVM)
+
+    target = _tvm.make_target(target)
+    return str(target.kind.name), str(target.attrs.get("arch", ""))

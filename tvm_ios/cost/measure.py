@@ -212,7 +212,7 @@ class Measurer:
         return f"Measurer({self.target_str!r}, {self.device_key!r})"
 
     def _ms(self):
-        from tvm.s_tir import meta_schedule as ms  # noqa: PLC0415  (heavy; only when measuring)
+        from .._tvm import ms  # noqa: PLC0415  (heavy; only when measuring)
 
         return ms
 
@@ -317,13 +317,13 @@ def check_tracker(host: str, port: int, key: str, timeout_s: float = 10.0):
     Raises :class:`MeasureError` within ``timeout_s`` when the tracker is unreachable or no
     server registered with ``key``.
     """
-    from tvm.s_tir.meta_schedule.runner import RPCConfig  # noqa: PLC0415
+    from .._tvm import ms  # noqa: PLC0415
 
     try:
         socket.create_connection((host, port), timeout=min(timeout_s, 5.0)).close()
     except OSError as err:
         raise MeasureError(f"RPC tracker {host}:{port} is unreachable: {err}") from err
-    config = RPCConfig(host, port, key, session_timeout_sec=int(max(1, timeout_s)))
+    config = ms.runner.RPCConfig(host, port, key, session_timeout_sec=int(max(1, timeout_s)))
     try:
         servers = config.count_num_servers(allow_missing=True)
     except Exception as err:  # noqa: BLE001  (tvm.rpc raises several types)

@@ -4,8 +4,14 @@ Features of a stage (from the plain-data description every log record carries, s
 :func:`~.stage_module.stage_description`): group count, op count, merged or not, total /
 largest / smallest group FLOPs and bytes, thread blocks and output elements (threads) in
 total and of the widest group, op-type counts, and the roofline estimate itself. The model
-learns ``log(latency)``; accuracy is reported as MAPE and Spearman rank correlation on
-held-out records. It implements the :class:`~tvm_ios.cost.base.CostModel` protocol.
+learns ``log(latency)``. The roofline features model the device the records were measured
+on (:func:`~.devices.preset_for_target` of their target); fitting a model on records of
+another target is refused. Accuracy is MAPE and Spearman rank correlation on held-out
+records: :func:`evaluate_by_model` holds out whole models (train on the others' logs, score
+the stages the training logs do not hold), which is what predicting a new model asks;
+:func:`train_and_evaluate` holds out a random share of one log, which says little about a
+new model since the stages of one model are near-duplicates. It implements the
+:class:`~tvm_ios.cost.base.CostModel` protocol.
 
 Needs the ``xgboost`` package (``pip install tvm-ios[tune]`` installs the CPU build,
 ``xgboost-cpu``; both provide ``import xgboost``).
@@ -24,9 +30,11 @@ import numpy as np
 from ..graph.opgraph import OpGraph
 from ..schedule.merge import merge_plan
 from .analytical import AnalyticalCostModel, Kernel
+from .devices import DEVICES, preset_for_target
 from .stage_module import stage_description
 
-__all__ = ["XGBCostModel", "stage_features", "evaluate", "train_and_evaluate", "FEATURES"]
+__all__ = ["XGBCostModel", "stage_features", "evaluate", "train_and_evaluate",
+           "evaluate_by_model", "records_preset", "FEATURES"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,13 +95,16 @@ class XGBCostModel:
     Parameters
     ----------
     device : str
-        Roofline preset used for the block counts and the roofline feature.
+        Roofline preset used for the block counts and the roofline feature (``llvm``,
+        ``h100``...), or the target the records are measured on (``nvidia/nvidia-h100``),
+        which picks its preset. :meth:`fit` refuses records of another device.
     params : dict, optional
         XGBoost booster parameters (``rounds``: boosting rounds, default 300).
     """
 
     def __init__(self, device: str = "llvm", params: dict | None = None):
-        self.roofline = AnalyticalCostModel(device)
+        self.roofline = AnalyticalCostModel(
+            device if str(device).lower() in DEVICES else preset_for_target(device))
         self.params = {"max_depth": 6, "eta": 0.08, "subsample": 0.9,
                        "colsample_bytree": 0.9, "nthread": 1, "seed": 0,
                        "objective": "reg:squarederror", **(params or {})}
@@ -118,6 +129,11 @@ class XGBCostModel:
         usable = [r for r in records if r.stage and r.stage.get("groups") and r.median_us > 0]
         if len(usable) < 2:
             raise ValueError(f"XGBCostModel.fit: {len(usable)} usable record(s); need >= 2")
+        preset = records_preset(usable)
+        if preset != self.roofline.device.name:
+            raise ValueError(f"XGBCostModel.fit: records measured on {preset} targets, but "
+                             f"the model's roofline features model {self.roofline.device.name}"
+                             f"; use XGBCostModel({preset!r})")
         xgboost = _import_xgboost()
         data = xgboost.DMatrix(self.features([r.stage for r in usable]),
                                label=np.log([r.median_us for r in usable]))
@@ -181,19 +197,62 @@ def evaluate(predicted: Sequence[float], measured: Sequence[float]) -> dict:
     return {"n": int(len(measured)), "mape": mape, "spearman": rho}
 
 
+def records_preset(records: Sequence) -> str:
+    """The one device preset of the records' targets; ``ValueError`` when they mix devices."""
+    presets = {preset_for_target(t) for t in {r.target for r in records}}
+    if len(presets) != 1:
+        raise ValueError(f"records of {len(presets)} device presets {sorted(presets)}; fit "
+                         "and evaluate one device at a time")
+    return presets.pop()
+
+
 def train_and_evaluate(records: Sequence, path: str | Path | None = None, held_out: float = 0.2,
                        seed: int = 0) -> dict:
     """Fit on a random ``1 - held_out`` of the records, score the rest, save a full fit.
 
-    Returns ``{"train", "n", "mape", "spearman"}`` (scores on the held-out records); with
-    ``path`` a model fitted on every record is saved there.
+    A random split of one model's log leaves near-duplicates of the held-out stages in
+    training, so it does not measure a new model (:func:`evaluate_by_model` does). Returns ``{"split", "device",
+    "train", "n", "mape", "spearman"}`` (scores on the held-out records); with ``path`` a
+    model fitted on every record is saved there.
     """
     records = [r for r in records if r.stage]
+    device = records_preset(records)
     random.Random(seed).shuffle(records)
     cut = max(1, int(len(records) * held_out))
     held, train = records[:cut], records[cut:]
-    model = XGBCostModel().fit(train)
+    model = XGBCostModel(device).fit(train)
     figures = evaluate(model.predict([r.stage for r in held]), [r.median_us for r in held])
     if path is not None:
-        XGBCostModel().fit(records).save(path)
-    return {"train": len(train), **figures}
+        XGBCostModel(device).fit(records).save(path)
+    return {"split": f"random {held_out:.0%} of the records", "device": device,
+            "train": len(train), **figures}
+
+
+def evaluate_by_model(logs: dict[str, Sequence], params: dict | None = None) -> dict:
+    """Leave one model out: for each model, fit on the other models' records and score the
+    held-out model's stages that the training records do not hold (by signature, else key).
+
+    ``logs`` maps a model name to its log records (one device). Returns ``{"device",
+    "models": {name: {"train", "shared", "n", "mape", "spearman", "roofline"}}}``:
+    ``shared`` counts held-out stages skipped because training holds them, ``roofline``
+    the roofline estimate's MAPE and Spearman on the same stages, for comparison.
+    """
+    logs = {name: [r for r in records if r.stage and r.median_us > 0]
+            for name, records in logs.items()}
+    if len(logs) < 2:
+        raise ValueError(f"evaluate_by_model: {len(logs)} model(s); need >= 2 to hold one out")
+    device = records_preset([r for records in logs.values() for r in records])
+    out = {}
+    for held in logs:
+        train = [r for name, records in logs.items() if name != held for r in records]
+        seen = {r.signature or r.key for r in train}
+        test = [r for r in logs[held] if (r.signature or r.key) not in seen]
+        if not test:
+            raise ValueError(f"evaluate_by_model: every stage of {held} is in the other logs")
+        model = XGBCostModel(device, params).fit(train)
+        measured = [r.median_us for r in test]
+        roofline = [model.roofline.groups_latency(_kernels(r.stage)) for r in test]
+        out[held] = {"train": len(train), "shared": len(logs[held]) - len(test),
+                     **evaluate(model.predict([r.stage for r in test]), measured),
+                     "roofline": evaluate(roofline, measured)}
+    return {"device": device, "models": out}

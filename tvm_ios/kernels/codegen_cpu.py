@@ -17,8 +17,8 @@ import logging
 import platform
 
 import tvm
-from tvm import s_tir, tirx
 
+from .._tvm import s_tir, tirx
 from .rprogram import RProgram
 from .tvm_kernels import inline_body, tensor_buffer
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 import logging
 
 import tvm
-from tvm import tirx
-from tvm.script import tirx as T
 
+from .._tvm import T, tirx
 from .rprogram import RProgram
 from .tvm_kernels import tensor_buffer
 from .vdevice import VDevice
@@ -178,7 +177,7 @@ PIPELINE = "tvm_ios_rprogram"
 def finish_pipeline():
     """The passes after the merge (entry annotation, host/device split, packed API) and
     TVM's own finalisation passes, as a TIR pipeline factory's result."""
-    from tvm.s_tir import pipeline as s_pipeline  # noqa: PLC0415
+    from .._tvm import s_tir_pipeline as s_pipeline  # noqa: PLC0415
 
     tx = tirx.transform
     passes = tvm.transform.Sequential([tx.AnnotateEntryFunc(), tx.SplitHostDevice(),
@@ -199,7 +198,7 @@ def cuda_source(funcs, target) -> tuple[str, object]:
     funcs = [funcs] if isinstance(funcs, tirx.PrimFunc) else list(funcs)
     mod = tvm.IRModule({f.attrs["global_symbol"]: f for f in funcs})
     mod = tirx.transform.BindTarget(target)(mod)
-    lib = tvm.tirx.build(mod, target=target, pipeline=PIPELINE)
+    lib = tirx.build(mod, target=target, pipeline=PIPELINE)
     cuda = [m for m in lib.imports if m.kind == "cuda"]
     if not cuda:
         names = ", ".join(str(f.attrs["global_symbol"]) for f in funcs)

@@ -16,11 +16,9 @@ import math
 from dataclasses import dataclass, field
 
 import tvm
-import tvm_ffi
-from tvm import s_tir, tirx
-from tvm.s_tir import dlight as dl
-from tvm.script import tirx as T
 
+from .._tvm import DataType, T, s_tir, tirx, tvm_ffi
+from .._tvm import dlight as dl
 from .roperator import RKernel
 from .tvm_kernels import KernelStep, UnsupportedKernel
 
@@ -67,7 +65,7 @@ class pad_small_shared:  # noqa: N801  (a pass factory, named like TVM's)
         def collect(stmt):
             buf = stmt.buffer
             if "shared" in str(buf.scope()) and len(buf.shape) == 1 and isinstance(
-                    buf.shape[0], tirx.IntImm) and int(buf.shape[0]) * tvm.runtime.DataType(
+                    buf.shape[0], tirx.IntImm) and int(buf.shape[0]) * DataType(
                         str(buf.dtype)).bits <= 32:
                 remap[buf] = tirx.decl_buffer((2 * int(buf.shape[0]),), buf.dtype, buf.name,
                                               scope=str(buf.scope()))
@@ -187,7 +185,7 @@ def gpu_roperator(op: str, step: KernelStep, target) -> GPUROperator:
     block = tuple(launch.get(f"threadIdx.{a}", (None, 1))[1] for a in "xyz")
     smem_bytes = 0
     if smem is not None:
-        smem_bytes = math.prod(int(d) for d in smem.shape) * tvm.runtime.DataType(
+        smem_bytes = math.prod(int(d) for d in smem.shape) * DataType(
             str(smem.dtype)).bits // 8
     return GPUROperator(op, body, list(func.params), grid, block,
                         {tag: var for tag, (var, _) in launch.items() if "Idx" in tag},

@@ -17,10 +17,10 @@ from __future__ import annotations
 import logging
 
 import tvm
-import tvm_ffi
 from tvm import relax
 
 from .. import _tvm
+from .._tvm import tvm_ffi
 
 __all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "strip_parallel",
            "tuned_functions", "kernels_pass", "TUNED_ATTR"]

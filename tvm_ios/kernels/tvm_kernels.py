@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass
 
 import tvm
-import tvm_ffi
-from tvm import relax, tirx
+from tvm import relax
 
+from .._tvm import tirx, tvm_ffi
 from .. import _tvm
 
 __all__ = ["KernelStep", "lower_bindings", "inline_body", "UnsupportedKernel", "tensor_buffer"]

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .. import _tvm
+from .outputs import flatten_outputs
 
 __all__ = ["build", "random_inputs", "run", "time_module", "compare_modules",
            "compare_executables", "Comparison"]
@@ -75,12 +76,6 @@ class Comparison:
         return asdict(self)
 
 
-def _flatten(value) -> list[np.ndarray]:
-    if isinstance(value, np.ndarray):
-        return [value]
-    return [a for v in value for a in _flatten(v)]
-
-
 def compare_modules(original, rewritten, params: dict | None = None, target="llvm",
                     seed: int = 0, timing: bool = False, repeat: int = 3,
                     prepare=None, rewritten_target=None) -> Comparison:
@@ -116,7 +111,8 @@ def compare_executables(exe_a, exe_b, inputs: list[np.ndarray], device=None,
                         timing: bool = False, repeat: int = 3) -> Comparison:
     """Run two built executables on the same ``inputs`` and compare them (see
     :func:`compare_modules`); ``exe_a`` is the reference."""
-    out_a, out_b = _flatten(run(exe_a, inputs, device)), _flatten(run(exe_b, inputs, device))
+    out_a = flatten_outputs(run(exe_a, inputs, device))
+    out_b = flatten_outputs(run(exe_b, inputs, device))
     if len(out_a) != len(out_b) or any(a.shape != b.shape for a, b in zip(out_a, out_b)):
         raise AssertionError("the rewritten module returns outputs of other shapes")
     diff = max(float(np.max(np.abs(a - b))) if a.size else 0.0 for a, b in zip(out_a, out_b))
