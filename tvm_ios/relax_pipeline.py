@@ -128,7 +128,7 @@ class Pipeline:
     def steps(self, target) -> list:
         """The steps in order: each ``make(mod)`` returns the pass to run on ``mod`` as it
         stands then, or None to skip the step."""
-        opts, state, kernels = self.options, {}, self.kernels
+        opts, kernels = self.options, self.kernels
         steps = []
         if opts.graphturbo is not None:
             hw = graphturbo_hw(target) if opts.graphturbo == "auto" else opts.graphturbo
@@ -165,7 +165,8 @@ class Pipeline:
 
 
 def _record_step(report: dict, step) -> None:
-    """What ``step`` did, into ``report``: its name, IOSPass's cost model, the rPrograms."""
+    """What ``step`` did, into ``report``: its name, the rPrograms, whether kernels were
+    tuned (counted once the module is final)."""
     name = str(step.info.name).replace("tvm_ios.", "")
     report["passes"].append(name)
     if name == "RProgramPass":
