@@ -2,11 +2,14 @@
 from setuptools import find_packages, setup
 
 #: Measuring stages (meta_schedule's process pools, RPC) and the XGBoost cost model.
-TUNE = ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0", "scipy>=1.10"]
+#: pandas: meta_schedule prints its tuning table through it inside Jupyter (tutorial 02).
+TUNE = ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0", "scipy>=1.10", "pandas"]
 PLOT = ["matplotlib>=3.7"]
 ONNX = ["onnx>=1.15"]
 TORCH = "torch==2.13.0"
-TEST = ["pytest>=7", "pytest-xdist>=3"] + ONNX + TUNE + PLOT
+#: tests/test_tutorials.py runs the notebooks in a Jupyter kernel.
+NOTEBOOKS = ["nbclient>=0.10", "nbformat>=5.9", "ipykernel>=6.29"]
+TEST = ["pytest>=7", "pytest-xdist>=3"] + ONNX + TUNE + PLOT + NOTEBOOKS
 
 setup(
     name="tvm-ios",
@@ -41,7 +44,7 @@ setup(
     },
     entry_points={
         "console_scripts": ["tvm-ios=tvm_ios.cli.main:main"],
-        # TVM calls this on `import tvm`; it only registers the "ios" Relax pipeline lazily.
+        # TVM calls this on `import tvm`; it only registers the "ios*" Relax pipelines lazily.
         "tvm.backends": ["tvm_ios=tvm_ios._autoload:autoload"],
     },
 )

@@ -1,27 +1,172 @@
-"""tvm_ios.pipeline: the "ios" Relax pipeline is registered on `import tvm` and builds runnable code."""
+"""tvm_ios.pipeline: registered lazily on `import tvm`; every variant builds code that matches
+TVM's default build on llvm, and the CUDA build holds the rProgram persistent kernels."""
+import json
+import re
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 import tvm
-from tvm import relax
 
-from tvm_ios.passes.apply_schedule import schedule_of
-from tvm_ios.pipeline import ios_pipeline
+import tvm_ios
+from tvm_ios import _tvm
+from tvm_ios.bench.artifact import _cuda_sources
+from tvm_ios.cost.log import LogRecord, MeasureLog
+from tvm_ios.cost.measured import MeasuredCostModel
+from tvm_ios.graph.analysis import ancestors
+from tvm_ios.relax_pipeline import VARIANTS, cost_model_for, pipeline
 from tvm_ios.runtime.compare import build, random_inputs, run
+from tvm_ios.runtime.library import METADATA_FUNC
+from tvm_ios.testing import dag_model
+
+H100 = "nvidia/nvidia-h100"
 
 
-def test_registered_on_import():
-    assert "ios" in relax.pipeline.PIPELINE_MAP
+@pytest.fixture(scope="module")
+def forked():
+    """A DAG whose concurrent stages become rPrograms on the CPU vDevice (any pool size)."""
+    return dag_model(1, num_ops=8, channels=16, size=14, p=0.5)[0]
 
 
-def test_compile_with_ios_pipeline_matches_default(inception_like):
-    inputs = random_inputs(inception_like)
-    ios = run(tvm.compile(inception_like, "llvm", relax_pipeline="ios"), inputs)
-    default = run(build(inception_like), inputs)
-    np.testing.assert_allclose(ios, default, rtol=1e-5, atol=1e-5)
+@pytest.fixture(scope="module")
+def forked_h100():
+    """A DAG whose concurrent stages under the H100 model become persistent kernels."""
+    return dag_model(3, num_ops=8, channels=16, size=14, p=0.35)[0]
 
 
-def test_pipeline_options_reach_the_pass(inception_like):
+def _check_matches(mod, executable):
+    inputs = random_inputs(mod)
+    got, want = run(executable, inputs), run(build(mod), inputs)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_names_registered_without_importing_the_passes():
+    code = ("import sys, tvm; from tvm import relax; "
+            "print(sorted(k for k in relax.pipeline.PIPELINE_MAP if k.startswith('ios'))); "
+            "print(sorted(m for m in sys.modules if m.startswith('tvm_ios')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert eval(out[0]) == sorted(VARIANTS)  # noqa: S307  (our own output)
+    assert eval(out[1]) == ["tvm_ios", "tvm_ios._autoload"]  # noqa: S307
+    assert tvm_ios.pipeline is pipeline
+
+
+def test_ios_on_llvm_runs_rprograms_and_matches_default(forked):
+    p = pipeline()
+    executable = tvm.compile(forked, "llvm", relax_pipeline=p)
+    _check_matches(forked, executable)
+    report = p.report
+    assert report["passes"] == ["IOSSchedule", "RProgramPass", "default build (llvm)"]
+    assert report["rprograms"] == len(report["rprogram_list"]) > 0
+    assert report["num_veus"] == max(r["num_veus"] for r in report["rprogram_list"])
+    names = {r["name"] for r in report["rprogram_list"]}
+    assert names <= {gv.name_hint for gv in _lowered(forked, p).get_global_vars()}
+    assert report["cost_model"].startswith("AnalyticalCostModel('cpu')")
+
+
+def _lowered(mod, p):
     with tvm.target.Target("llvm"):
-        lowered = ios_pipeline(max_group_size=1, max_num_groups=1)(inception_like)
-    schedule = schedule_of(lowered)  # recorded by IOSPass, kept through the default build
-    assert schedule.params["max_group_size"] == 1
-    assert all(len(s.ops) == 1 for s in schedule.stages)
+        return p(mod)
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_every_variant_matches_default_on_llvm(name, forked):
+    executable = tvm.compile(forked, "llvm", relax_pipeline=name)
+    _check_matches(forked, executable)
+    meta = json.loads(str(_tvm.virtual_machine(executable)[METADATA_FUNC]()))
+    variant = VARIANTS[name]
+    assert meta["engine"] == variant.get("engine", "rprogram")
+    assert ("RProgramPass" in meta["passes"]) == (meta["engine"] == "rprogram")
+    assert ("SplitInstances" in meta["passes"]) == ("graphturbo" in variant)
+    assert "v100" not in meta["cost_model"] and "h100" not in meta["cost_model"]
+
+
+def test_stages_engine_merges_with_the_llvm_preset(inception_like):
+    p = pipeline(engine="stages")
+    _check_matches(inception_like, tvm.compile(inception_like, "llvm", relax_pipeline=p))
+    assert p.report["cost_model"] == "AnalyticalCostModel('llvm')"
+    assert p.report["strategy"] == "both" and p.report["rprograms"] == 0
+
+
+def test_options_reach_the_passes(inception_like):
+    p = pipeline(engine="stages", r=1, s=1)
+    tvm.compile(inception_like, "llvm", relax_pipeline=p)
+    schedule = p.report["schedule"]
+    assert schedule["params"]["max_group_size"] == 1
+    assert all(len(stage["groups"]) == 1 and len(stage["groups"][0]) == 1
+               for stage in schedule["stages"])
+    assert p.report["stages"] == len(schedule["stages"])
+
+
+def test_cost_model_matches_the_target():
+    llvm, h100 = _tvm.make_target("llvm"), _tvm.make_target(H100)
+    assert cost_model_for(llvm, "stages").device.name == "llvm"
+    assert cost_model_for(llvm, "rprogram").device.name == "cpu"
+    assert cost_model_for(h100, "rprogram").device.name == "h100"
+    assert cost_model_for(_tvm.make_target({"kind": "cuda", "arch": "sm_80"})).device.name \
+        == "a100"
+    assert cost_model_for(llvm, device="v100").device.name == "v100"  # asked for explicitly
+    assert cost_model_for(_tvm.make_target({"kind": "cuda", "arch": "sm_70"})).device.name \
+        == "v100"
+    with pytest.raises(ValueError, match="no cost-model preset for target"):
+        cost_model_for(_tvm.make_target("opencl"))
+
+
+def test_h100_build_holds_persistent_kernels(forked_h100):
+    p = pipeline()
+    executable = tvm.compile(forked_h100, H100, relax_pipeline="ios")  # builds, and so does p
+    assert len(_cuda_sources(executable)) == 2
+    executable = tvm.compile(forked_h100, H100, relax_pipeline=p)
+    assert p.report["cost_model"] == "AnalyticalCostModel('h100')"
+    names = {r["name"] for r in p.report["rprogram_list"]}
+    assert names and p.report["num_veus"] == 0  # no CPU thread pool involved
+    sources = _cuda_sources(executable)
+    assert len(sources) == 2  # TVM's kernels, then the rProgram kernels
+    ours = sources[1]
+    kernels = set(re.findall(r"__global__ void __launch_bounds__\([\d, ]+\) (\w+)\(", ours))
+    assert kernels == {f"{name}_kernel" for name in names}
+    assert "ld.acquire.gpu.global.s32" in ours and "st.release.gpu.global.s32" in ours
+
+
+@pytest.mark.parametrize("name", ["ios-stages", "ios-wavefront", "ios-graphturbo"])
+def test_variants_build_for_h100(name, forked_h100):
+    p = pipeline(**VARIANTS[name])
+    sources = _cuda_sources(tvm.compile(forked_h100, H100, relax_pipeline=p))
+    rprograms = p.report["rprograms"]
+    assert (rprograms > 0) == (p.report["engine"] == "rprogram")
+    assert len(sources) == (2 if rprograms else 1)  # TVM's kernels (+ the rProgram kernels)
+
+
+def test_log_prices_stages_with_its_figures(tmp_path, forked):
+    """A log saying one concurrent stage is nearly free makes the schedule take it."""
+    target = _tvm.make_target("llvm")
+    model = MeasuredCostModel(forked, None, None, target=str(target), engine="sequential")
+    graph = next(iter(model.extractions.values())).graph
+    plain = pipeline(engine="stages")
+    tvm.compile(forked, "llvm", relax_pipeline=plain)
+    before = {tuple(map(tuple, s["groups"])) for s in plain.report["schedule"]["stages"]}
+    anc = ancestors(graph)
+    pairs = [(a, b) for a in range(len(graph)) for b in range(a + 1, len(graph))
+             if not (anc[b] >> a) & 1 and not (anc[a] >> b) & 1]
+    groups = [[pairs[0][0]], [pairs[0][1]]]
+    names = tuple(sorted((graph.nodes[i].name,) for i in pairs[0]))
+    assert names not in {tuple(sorted(g)) for g in before}
+    log = MeasureLog(tmp_path / "stages.jsonl")
+    log.append(LogRecord(key="fixture", target=model.target, device_key=model.device_key,
+                         run_secs=[1e-9], median_us=1e-3,
+                         signature=model.signature(graph, groups)))
+    p = pipeline(engine="stages", log=tmp_path / "stages.jsonl")
+    _check_matches(forked, tvm.compile(forked, "llvm", relax_pipeline=p))
+    after = {tuple(sorted(map(tuple, s["groups"]))) for s in p.report["schedule"]["stages"]}
+    assert names in after
+    assert p.report["cost_model"].startswith("HybridCostModel")
+
+
+def test_bad_options_say_what():
+    with pytest.raises(ValueError, match="engine must be one of"):
+        pipeline(engine="threads")
+    with pytest.raises(ValueError, match="r and s must be >= 1"):
+        pipeline(r=0)
+    with pytest.raises(ValueError, match="/db is not a kernel database"):
+        pipeline(kernels="/db")

@@ -27,7 +27,8 @@ LAYER_OF = {
     "tvm_ios.pipelines": "pipelines",            # Shisha pipelines over execution places
     "tvm_ios.plot": "plot", "tvm_ios.testing": "testing",
     "tvm_ios.bench": "bench",                    # GPU benchmark artifacts, provenance
-    "tvm_ios.pipeline": "pipeline", "tvm_ios._autoload": "pipeline",  # the "ios" pipeline
+    "tvm_ios.relax_pipeline": "pipeline", "tvm_ios.pipeline_steps": "pipeline",  # the "ios"
+    "tvm_ios._autoload": "pipeline",             # Relax pipelines
     "tvm_ios.cli": "cli",
 }
 _BASE = {"adapter", "devices"}

@@ -3,10 +3,11 @@
 Public API (imported lazily, so that ``import tvm`` stays fast when TVM autoloads this
 plugin through its ``tvm.backends`` entry point)::
 
-    from tvm_ios import OpGraph, ios_schedule, IOSPass, schedule_of
+    from tvm_ios import OpGraph, ios_schedule, IOSPass, schedule_of, pipeline
     graph = OpGraph.from_relax(mod)
     schedule = ios_schedule(graph, AnalyticalCostModel(), max_group_size=3, max_num_groups=8)
     mod = tvm.transform.Sequential([IOSPass()])(mod)
+    ex = tvm.compile(mod, "llvm", relax_pipeline=pipeline(engine="rprogram"))  # or "ios"
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ _EXPORTS = {
     "ApplySchedule": "tvm_ios.passes.apply_schedule",
     "schedule_of": "tvm_ios.passes.apply_schedule",
     "models": "tvm_ios.models",
+    "pipeline": "tvm_ios.relax_pipeline",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

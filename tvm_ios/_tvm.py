@@ -231,3 +231,18 @@ def var_name(var: relax.Var) -> str:
 def register_error(cls: type) -> type:
     """Let an exception class cross TVM's FFI (pass boundaries) without becoming RuntimeError."""
     return __getattr__("tvm_ffi").register_error(cls.__name__, cls)
+
+
+def string_imm(value: str):
+    """A string constant of the IR (``tvm.ir.StringImm``), e.g. what a Relax function returns."""
+    return tvm.ir.StringImm(value)
+
+
+def load_module(path: str):
+    """Load an exported library (``tvm.runtime.load_module``)."""
+    return tvm.runtime.load_module(path)
+
+
+def current_target() -> Target | None:
+    """The target of the enclosing ``with target:`` (``tvm.compile`` enters one), or None."""
+    return Target.current(allow_none=True)

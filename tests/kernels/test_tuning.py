@@ -96,14 +96,16 @@ def test_database_changes_the_vEU_kernels_of_an_rprogram(model, tuned):
 
 
 def test_ios_pipeline_applies_the_database(model, tuned):
-    from tvm_ios.pipeline import ios_pipeline
+    from tvm_ios import pipeline
 
     kernels, _ = tuned  # (no merges: a merged convolution is another kernel, not tuned here)
-    with kernels.target:
-        lowered = ios_pipeline(kernels=kernels, strategy="parallel")(model)
-        untuned = ios_pipeline(strategy="parallel")(model)
-    assert tuned_functions(lowered)[0] >= 1 and tuned_functions(untuned)[0] == 0
     x = random_inputs(model)
-    pipeline = ios_pipeline(kernels=kernels, strategy="parallel")
-    out = run(tvm.compile(model, kernels.target, relax_pipeline=pipeline), x)
-    np.testing.assert_allclose(out, run(tvm.compile(model, "llvm"), x), rtol=1e-4, atol=1e-4)
+    reference = run(tvm.compile(model, "llvm"), x)
+    for engine in ("stages", "rprogram"):
+        with_db = pipeline(engine=engine, kernels=kernels, strategy="parallel")
+        untuned = pipeline(engine=engine, strategy="parallel")
+        out = run(tvm.compile(model, kernels.target, relax_pipeline=with_db), x)
+        tvm.compile(model, kernels.target, relax_pipeline=untuned)
+        assert with_db.report["tuned_kernels"]["tuned"] >= 1
+        assert "tuned_kernels" not in untuned.report and "ApplyKernels" in with_db.report["passes"]
+        np.testing.assert_allclose(out, reference, rtol=1e-4, atol=1e-4)

@@ -24,6 +24,7 @@ from ..cost.analytical import AnalyticalCostModel
 from ..cost.fallback import rprogram_schedule
 from ..cost.hybrid import HybridCostModel
 from ..cost.measured import MeasuredCostModel
+from ..kernels.kernel_db import STAGE_LOG
 from ..kernels.tuned_build import apply_kernels, tuned_functions
 from ..passes.apply_schedule import schedule_of
 from ..passes.ios_pass import IOSPass
@@ -34,8 +35,6 @@ __all__ = ["stage_cost_model", "build_default", "build_tuned", "build_stages",
 
 logger = logging.getLogger(__name__)
 
-#: The stage log kept in a kernel database directory.
-STAGE_LOG = "stages.jsonl"
 
 
 def stage_cost_model(mod, kernels, engine: str = "rprogram", log: str | Path | None = None):

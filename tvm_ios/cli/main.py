@@ -13,7 +13,8 @@ import sys
 __all__ = ["main", "COMMANDS", "EXTRAS"]
 
 #: Subcommand modules under ``tvm_ios.cli``, in the order ``--help`` lists them.
-COMMANDS = ("schedule", "run", "stats", "tune", "tune_kernels", "codegen", "pipeline", "graphturbo", "build",
+COMMANDS = ("schedule", "run", "compile", "stats", "tune", "tune_kernels", "codegen", "pipeline",
+            "graphturbo", "build",
             "bench_run")
 
 #: Optional modules -> the extra of setup.py that installs them (named when one is missing).

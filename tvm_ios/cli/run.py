@@ -1,22 +1,25 @@
-"""``tvm-ios run``: build the original and the scheduled model, run both, compare.
+"""``tvm-ios run``: run a model through the tvm-ios pipeline and TVM's default build, compare.
 
-The original is TVM's default ``llvm`` build (untuned). The scheduled build applies the
-kernel database of ``--kernels`` (default ``auto``: the committed one for this model, size
-and CPU) and, with ``--engine rprogram``, runs each concurrent stage as one rProgram whose
-vEUs run the database's serial kernels; with the database's stage log (``stages.jsonl``
-beside it) the schedule comes from stage costs measured with those kernels. PyTorch eager
-on the same weights is timed too when PyTorch is installed.
+    tvm-ios run --model inception_v3 --image-size 75 --engine rprogram --json r.json
+    tvm-ios run --lib out.so --model inception_v3 --image-size 75 --json r.json
+
+Without ``--lib`` the model is rewritten by the pipeline's steps (``tvm_ios.pipeline``):
+the kernel database of ``--kernels`` (default ``auto``: the committed one for this model,
+size and CPU) goes into the build and the rPrograms, and its stage log (if any) prices the
+stages; both builds are made here. With ``--lib`` an exported library (``tvm-ios
+compile``) is checked (target, TVM version, inputs, weights, thread pool) and run. The
+original is always TVM's default ``llvm`` build (untuned); PyTorch eager on the same weights
+is timed too when PyTorch is installed.
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
-from .common import (add_ios_options, add_model_options, block_options, load_model,
-                     make_cost_model, write_json)
-from .tune_kernels import add_kernels_option, kernels_of
+from .common import add_model_options, load_model, write_json
+from .compile import add_pipeline_options, build_threads, make_pipeline, size_thread_pool
+from .tune_kernels import kernels_of
 
 __all__ = ["add_parser"]
 
@@ -24,62 +27,17 @@ __all__ = ["add_parser"]
 def add_parser(subparsers) -> None:
     """Register ``run``."""
     parser = subparsers.add_parser(
-        "run", help="build original and IOS-scheduled module, run both, compare outputs")
+        "run", help="run the scheduled model (or a compiled --lib) against TVM's default build")
     add_model_options(parser)
-    add_ios_options(parser)
+    add_pipeline_options(parser, engine="stages")
     parser.add_argument("--target", default="llvm", help="build target (default llvm)")
     parser.add_argument("--schedule", metavar="FILE",
                         help="apply this schedule JSON instead of searching one")
+    parser.add_argument("--lib", metavar="LIB",
+                        help="run this library from `tvm-ios compile` instead of compiling")
     parser.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random input")
-    parser.add_argument("--engine", choices=("stages", "rprogram"), default="stages",
-                        help="stages: IOS stages run one kernel at a time; rprogram: each "
-                             "multi-group stage (or wavefront rProgram) as one kernel")
-    parser.add_argument("--policy", choices=("ios", "wavefront"), default="ios",
-                        help="rProgram policy with --engine rprogram (default ios)")
-    add_kernels_option(parser, default="auto")
     parser.set_defaults(handler=run)
-
-
-def _cost_model(args, kernels, engine: str = "rprogram"):
-    """Stage costs measured with the kernels (their log, predictions for the rest), else
-    the analytical model (the cpu preset on llvm)."""
-    if kernels is not None and (kernels.path / "stages.jsonl").is_file():
-        from ..bench.cpu_builds import stage_cost_model  # noqa: PLC0415
-
-        return lambda mod: stage_cost_model(mod, kernels, engine)
-    return lambda mod: make_cost_model(args, args.target)
-
-
-def scheduled_module(args, mod, kernels=None):
-    """``mod`` rewritten by ``--schedule`` (with fallback) or by IOSPass."""
-    from ..passes.apply_schedule import ApplySchedule  # noqa: PLC0415
-    from ..passes.ios_pass import IOSPass  # noqa: PLC0415
-
-    if getattr(args, "engine", "stages") == "rprogram":
-        return rprogram_module(args, mod, kernels)
-    if args.schedule:
-        return ApplySchedule(args.schedule, fallback=True)(mod)
-    return IOSPass(_cost_model(args, kernels, "sequential")(mod), max_group_size=args.max_group_size,
-                   max_num_groups=args.max_num_groups, strategy=args.strategy,
-                   **block_options(args))(mod)
-
-
-def rprogram_module(args, mod, kernels=None):
-    """``mod`` with rProgram kernels: the CPU vDevice on llvm, persistent kernels on CUDA."""
-    from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
-
-    from ..cost.fallback import rprogram_schedule  # noqa: PLC0415
-
-    cost = _cost_model(args, kernels)(mod)
-    if args.policy == "ios":  # never slower than sequential, stage by stage
-        mod = rprogram_schedule(mod, cost, max_group_size=args.max_group_size,
-                                max_num_groups=args.max_num_groups, **block_options(args))
-    rewrite = RProgramPass(args.policy, cost_model=cost, target=args.target, kernels=kernels)
-    rewritten = rewrite(mod)
-    for program in rewrite.programs:
-        print(program)
-    return rewritten
 
 
 def missing_device(target: str) -> str | None:
@@ -90,36 +48,25 @@ def missing_device(target: str) -> str | None:
     if _tvm.device_exists(tgt):
         return None
     return (f"no {tgt.kind.name.upper()} GPU is present on this machine, and `run` needs one "
-            f"to run target {target!r}. Without a GPU, `tvm-ios build --target {target}` "
-            "cross-compiles an artifact for `tvm-ios bench-run` on a GPU host, and `tvm-ios "
-            "codegen` writes the rProgram kernels' CUDA source.")
+            f"to run target {target!r}. Without a GPU, `tvm-ios compile --target {target}` or "
+            f"`tvm-ios build --target {target}` cross-compile it, and `tvm-ios codegen` writes "
+            "the rProgram kernels' CUDA source.")
 
 
 def run(args) -> int:
     """Print the schedule, the max abs difference and both latencies; ``--json`` them."""
-    from .. import _tvm  # noqa: PLC0415
-    from ..passes.apply_schedule import schedule_of  # noqa: PLC0415
-    from ..runtime.compare import compare_modules  # noqa: PLC0415
-
     missing = missing_device(args.target)
-    if missing:
+    if missing and not args.lib:
         print(f"tvm-ios run: error: {missing}", file=sys.stderr)
         return 1
     mod, params, name = load_model(args)
-    if "llvm" in str(args.target):  # TVM's default on x86 is half the cores (hyper-threads)
-        _tvm.config_threads(_threads())
-    kernels = kernels_of(args, name) if "llvm" in str(args.target) else None
-    rewritten = scheduled_module(args, mod, kernels)
-    schedule = schedule_of(rewritten)
-    print(schedule)
-    prepare, tuned = _tuned_build(kernels)
-    result = compare_modules(mod, rewritten, params, target=args.target, seed=args.seed,
-                             timing=True, repeat=args.repeat, prepare=prepare,
-                             rewritten_target=kernels.target if kernels else None)
+    size_thread_pool(args.target)
+    if args.lib:
+        result, doc, label = _run_library(args, mod, params)
+    else:
+        result, doc, label = _run_pipeline(args, mod, params, name)
     speedup = result.latency_ms_original / max(result.latency_ms_rewritten, 1e-9)
-    label = "scheduled" + (f" + tuned kernels ({tuned['tuned']} of {tuned['total']} from "
-                           f"{kernels.path})" if kernels else " (untuned kernels)")
-    print(f"{name} on {args.target}: max |diff| = {result.max_abs_diff:.3g} "
+    print(f"{name} on {doc['target_kind']}: max |diff| = {result.max_abs_diff:.3g} "
           f"(max |output| {result.max_abs_value:.3g})")
     print(f"latency: TVM default build {result.latency_ms_original:.3f} ms, {label} "
           f"{result.latency_ms_rewritten:.3f} ms ({speedup:.2f}x)")
@@ -127,34 +74,56 @@ def run(args) -> int:
     if torch_ms is not None:
         print(f"latency: PyTorch eager {torch_ms:.3f} ms on the same weights "
               f"({torch_ms / max(result.latency_ms_rewritten, 1e-9):.2f}x of scheduled)")
-    write_json(args.json, {"model": name, "target": args.target, **result.to_dict(),
-                           "kernels": str(kernels.path) if kernels else None,
-                           "tuned_kernels": tuned, "pytorch_eager_ms": torch_ms,
-                           "schedule": schedule.to_dict() if schedule else None},
-               provenance=True)
+    write_json(args.json, {"model": name, "target": args.target if not args.lib else
+                           doc["target"], **result.to_dict(), "pytorch_eager_ms": torch_ms,
+                           **doc}, provenance=True)
     return 0
 
 
-def _threads() -> int:
-    """The thread count every build runs at: ``TVM_NUM_THREADS``, else the usable cores."""
+def _run_pipeline(args, mod, params, name):
+    """Rewrite with the pipeline's steps (weights bound), build both here, compare."""
     from .. import _tvm  # noqa: PLC0415
+    from ..runtime.compare import compare_modules  # noqa: PLC0415
+    from ..schedule.schedule import Schedule  # noqa: PLC0415
 
-    return int(os.environ.get("TVM_NUM_THREADS") or len(_tvm.usable_cores()))
+    target = _tvm.make_target(args.target)
+    kernels = kernels_of(args, name) if target.kind.name == "llvm" else None
+    bound = _tvm.bind_params(mod, params)
+    build_target = kernels.target if kernels is not None else target
+    rewritten, report = make_pipeline(args, kernels=kernels).rewrite(bound, build_target)
+    if report["schedule"]:
+        print(Schedule.from_json(report["schedule"]))
+    for program in report["rprogram_list"]:
+        print(f"rProgram {program['name']}: {program['num_veus']} vEUs, "
+              f"{program['tasks']} rTasks")
+    result = compare_modules(bound, rewritten, None, target=target, seed=args.seed,
+                             timing=True, repeat=args.repeat, rewritten_target=build_target)
+    tuned = report.get("tuned_kernels")
+    label = "scheduled" + (f" + tuned kernels ({tuned['tuned']} of {tuned['total']} from "
+                           f"{kernels.path})" if tuned else " (untuned kernels)")
+    return result, report, label
 
 
-def _tuned_build(kernels):
-    """``(prepare, counts)``: what applies ``kernels`` to the bound rewritten module."""
-    counts: dict = {}
-    if kernels is None:
-        return None, counts
+def _run_library(args, mod, params):
+    """Check ``--lib`` against the model and this machine, run it against the default build."""
+    from .. import _tvm  # noqa: PLC0415
+    from ..kernels.vdevice import pool_threads  # noqa: PLC0415
+    from ..runtime import library  # noqa: PLC0415
+    from ..runtime.compare import build, compare_executables, random_inputs  # noqa: PLC0415
 
-    def prepare(mod):
-        from ..kernels.tuned_build import apply_kernels, tuned_functions  # noqa: PLC0415
-
-        mod = apply_kernels(mod, kernels)
-        counts["tuned"], counts["total"] = tuned_functions(mod)
-        return mod
-    return prepare, counts
+    lib = library.load_library(args.lib)
+    meta = library.read_metadata(lib, where=args.lib)
+    bound = _tvm.bind_params(mod, params)
+    library.check_library(meta, library.function_inputs(bound),
+                          library.weights_digest(params), pool_threads(), where=args.lib)
+    target = _tvm.make_target(meta["target"])
+    reference = build(mod, "llvm" if target.kind.name == "llvm" else target, params)
+    inputs = random_inputs(bound, seed=args.seed)
+    print(f"{args.lib}: {' -> '.join(meta.get('passes', []))}; {meta.get('stages')} stages, "
+          f"{meta.get('rprograms')} rPrograms")
+    result = compare_executables(reference, lib, inputs, _tvm.device_for(target), timing=True,
+                                 repeat=args.repeat)
+    return result, {"library": args.lib, **meta}, "library"
 
 
 def _pytorch_ms(args, name: str, params) -> float | None:
@@ -169,6 +138,6 @@ def _pytorch_ms(args, name: str, params) -> float | None:
     from ..bench.cpu_baselines import time_runner, torch_runner  # noqa: PLC0415
 
     net = models.net(name, image_size=args.image_size, batch_size=args.batch)
-    threads = _threads()
+    threads = build_threads()
     x = np.random.default_rng(args.seed).standard_normal(net.input_node.shape).astype("float32")
     return time_runner(torch_runner(net, params, threads), x, repeat=max(3, args.repeat))[0]

@@ -29,12 +29,14 @@ from pathlib import Path
 from .. import _tvm
 
 __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_name",
-           "open_kernels", "default_kernels_dir", "MATCH_KEYS"]
+           "open_kernels", "default_kernels_dir", "MATCH_KEYS", "STAGE_LOG"]
 
 logger = logging.getLogger(__name__)
 
 FILES = ("database_workload.json", "database_tuning_record.json")
 VARIANTS = ("parallel", "serial")
+#: The stage log kept beside a database: stages measured with its kernels (``tvm-ios tune``).
+STAGE_LOG = "stages.jsonl"
 #: Target attributes that must agree for a database to be applied.
 MATCH_KEYS = ("kind", "mcpu", "mattr", "num-cores")
 

@@ -4,6 +4,13 @@ Wraps ``tvm.relax.frontend.onnx.from_onnx`` (TVM 0.27) with ``keep_params_in_inp
 initializers become parameters of ``main`` after the ``num_input`` graph inputs, and their values
 come back as a name -> numpy dict, the same contract as :func:`tvm_ios.models.get`. The
 frontend stores the values in the function attribute ``params``, which is removed here.
+
+Files as users have them are first prepared (:mod:`.onnx_prepare`): initializers also listed
+as graph inputs are weights, constant subgraphs (``ConstantOfShape`` weights, ...) are folded
+into initializers. Parameters that ``main`` no longer reads (shape tensors the frontend
+resolved statically) are dropped. The file's opset is kept (the frontend converts opset 9
+and up); ops the scheduler does not know (``LRN``, ``BatchNormalization``, ...) stay in the
+module, and the op-graph extractor keeps them as unschedulable units.
 """
 from __future__ import annotations
 
@@ -13,18 +20,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .onnx_prepare import _onnx, prepare
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["from_onnx"]
-
-
-def _load_onnx():
-    try:
-        import onnx
-    except ImportError as err:
-        raise ImportError("tvm_ios.models.from_onnx needs the 'onnx' package: "
-                          "pip install onnx (or tvm-ios[onnx])") from err
-    return onnx
 
 
 def from_onnx(path: str | os.PathLike, shape_dict: Mapping[str, Sequence[int]] | None = None,
@@ -57,10 +57,13 @@ def from_onnx(path: str | os.PathLike, shape_dict: Mapping[str, Sequence[int]] |
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"ONNX model file not found: {path!r}")
-    onnx = _load_onnx()
+    onnx = _onnx()
     from tvm.relax.frontend.onnx import from_onnx as _relax_from_onnx
 
-    model = onnx.load(path)
+    try:
+        model = prepare(onnx.load(path))
+    except Exception as err:  # noqa: BLE001  (protobuf and the evaluator raise many kinds)
+        raise ValueError(f"{path}: not a readable ONNX model: {err}") from err
     shapes = {k: list(v) for k, v in shape_dict.items()} if shape_dict else None
     mod = _relax_from_onnx(model, shape_dict=shapes, opset=opset, keep_params_in_input=True)
     func = mod["main"]
@@ -73,5 +76,22 @@ def from_onnx(path: str | os.PathLike, shape_dict: Mapping[str, Sequence[int]] |
     params = {var.name: np.asarray(val.numpy()) for var, val in zip(param_vars, values)}
     if values:
         mod["main"] = func.without_attr("params")
+    mod, params = _drop_unused_params(mod, params, num_input)
     logger.info("imported %s: %d inputs, %d parameters", path, num_input, len(params))
     return mod, params
+
+
+def _drop_unused_params(mod, params: dict, num_input: int):
+    """``main`` without the parameters its body never reads (and ``params`` without them)."""
+    from tvm import relax  # noqa: PLC0415
+
+    func = mod["main"]
+    used = set(relax.analysis.free_vars(func.body))
+    keep = list(func.params[:num_input]) + [v for v in func.params[num_input:] if v in used]
+    if len(keep) == len(func.params):
+        return mod, params
+    new = relax.Function(keep, func.body, func.ret_ty, func.is_pure, func.attrs, func.span)
+    mod = mod.clone()
+    mod["main"] = new
+    kept = {v.name for v in keep}
+    return mod, {k: v for k, v in params.items() if k in kept}

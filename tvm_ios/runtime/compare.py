@@ -14,7 +14,8 @@ import numpy as np
 from .. import _tvm
 from .outputs import flatten_outputs
 
-__all__ = ["build", "random_inputs", "run", "time_module", "compare_modules", "Comparison"]
+__all__ = ["build", "random_inputs", "run", "time_module", "compare_modules",
+           "compare_executables", "Comparison"]
 
 logger = logging.getLogger(__name__)
 
@@ -99,11 +100,17 @@ def compare_modules(original, rewritten, params: dict | None = None, target="llv
         Target of the rewritten build (default ``target``; a tuned build uses the database's).
     """
     target = _tvm.make_target(target)
-    device = _tvm.device_for(target)
     exe_a = build(original, target, params)
     bound = _tvm.bind_params(rewritten, params or {})
     exe_b = build(prepare(bound) if prepare else bound, rewritten_target or target)
     inputs = random_inputs(_tvm.bind_params(original, params or {}), seed=seed)
+    return compare_executables(exe_a, exe_b, inputs, _tvm.device_for(target), timing, repeat)
+
+
+def compare_executables(exe_a, exe_b, inputs: list[np.ndarray], device=None,
+                        timing: bool = False, repeat: int = 3) -> Comparison:
+    """Run two built executables on the same ``inputs`` and compare them (see
+    :func:`compare_modules`); ``exe_a`` is the reference."""
     out_a = flatten_outputs(run(exe_a, inputs, device))
     out_b = flatten_outputs(run(exe_b, inputs, device))
     if len(out_a) != len(out_b) or any(a.shape != b.shape for a, b in zip(out_a, out_b)):

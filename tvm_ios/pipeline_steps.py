@@ -1,0 +1,175 @@
+"""The steps of the tvm-ios Relax pipeline (:mod:`tvm_ios.relax_pipeline`), one function each.
+
+Each returns the pass(es) of its step for a target and the pipeline's options, so that each
+can be tested alone and a new step is one function and one line in ``Pipeline.steps``:
+
+* :func:`graphturbo_passes`: GraphTurbo's grouping, splitting and ordering;
+* :func:`cost_model_for`: the target's cost model (a measured log's figures where it has them);
+* :func:`schedule_pass`: IOS with it (for rPrograms: without merges, and never a concurrent
+  stage priced slower than its ops in turn);
+* :func:`engine_pass`: the rProgram engine for the target;
+* :func:`kernel_passes`: a kernel database's tuned kernels;
+* :func:`default_build`: TVM's own build for the target.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+from tvm import relax
+
+from . import _tvm
+
+__all__ = ["graphturbo_hw", "graphturbo_passes", "cost_model_for", "schedule_pass",
+           "rprogram_schedule_pass", "engine_pass", "kernel_passes", "open_kernel_db", "default_build"]
+
+logger = logging.getLogger(__name__)
+
+
+def graphturbo_hw(target) -> str:
+    """The GraphTurbo preset of ``target``: its GPU for CUDA; ``dsa`` elsewhere until a CPU
+    preset exists."""
+    if target.kind.name == "cuda":
+        from .kernels.vdevice import target_vdevice  # noqa: PLC0415
+
+        return target_vdevice(target).name
+    return "dsa"
+
+
+def graphturbo_passes(hw) -> list:
+    """GraphTurbo's grouping, splitting and ordering of instances for ``hw``.
+
+    Instances stay inline (``outline=False``): their ops are units the IOS step schedules
+    (instances of one layer can share a stage) and the engine emits."""
+    from .passes.group_subgraphs import GroupSubgraphs  # noqa: PLC0415
+    from .passes.order_instances import OrderInstances  # noqa: PLC0415
+    from .passes.split_instances import SplitInstances  # noqa: PLC0415
+
+    return [GroupSubgraphs(hw), SplitInstances(outline=False), OrderInstances()]
+
+
+def cost_model_for(target, engine: str = "rprogram", device: str | None = None, mod=None,
+                   log=None, kernels=None, **ios_options):
+    """The cost model the pipeline schedules with on ``target``.
+
+    ``device`` names an analytical preset; by default the target's: the CPU vDevice's
+    (``cpu``, one unit per pool worker) for rPrograms on ``llvm``, ``llvm`` (kernels one
+    after another) for stages on ``llvm``, the GPU's (``h100``, ``a100``) on CUDA. With
+    ``log`` (and the module ``mod`` to be scheduled), or a kernel database ``kernels`` that
+    keeps a stage log (``stages.jsonl``, measured with its kernels), logged stages are priced by their measurements
+    and the rest by that preset, scaled to the measured ones.
+    """
+    from .cost.analytical import AnalyticalCostModel  # noqa: PLC0415
+
+    analytical = AnalyticalCostModel(device or _preset(target, engine))
+    if log is None and kernels is not None:
+        from .kernels.kernel_db import STAGE_LOG  # noqa: PLC0415
+
+        log = Path(kernels.path) / STAGE_LOG if (Path(kernels.path) / STAGE_LOG).is_file() \
+            else None
+    if log is None:
+        return analytical
+    from .cost.hybrid import HybridCostModel  # noqa: PLC0415
+    from .cost.measured import MeasuredCostModel  # noqa: PLC0415
+    from .schedule.ios import ios_schedule  # noqa: PLC0415
+
+    logged_target = str(kernels.target) if kernels is not None else str(target)
+    measured = MeasuredCostModel(mod, None, log, target=logged_target, kernels=kernels,
+                                 engine="rprogram" if engine == "rprogram" else "sequential")
+    hybrid = HybridCostModel(measured, analytical)
+    graph = next(iter(measured.extractions.values())).graph
+    ios_schedule(graph, hybrid, **ios_options)  # prices every candidate once
+    hybrid.calibrate()
+    logger.info("cost model from log %s: %s (%s)", log, hybrid, measured.counts)
+    return hybrid
+
+
+def _preset(target, engine: str):
+    """The target's preset (:func:`~tvm_ios.cost.devices.preset_for_target`); for rPrograms
+    on ``llvm`` the CPU vDevice's: ``cpu`` with one unit per worker of TVM's thread pool."""
+    from .cost.devices import get_device, preset_for_target  # noqa: PLC0415
+
+    preset = preset_for_target(target)  # ValueError, naming the target, for other kinds
+    if preset == "llvm" and engine == "rprogram":
+        from .kernels.vdevice import pool_threads  # noqa: PLC0415
+
+        return dataclasses.replace(get_device("cpu"), units=max(1, pool_threads()))
+    return preset
+
+
+def schedule_pass(opts, cost_model):
+    """The schedule step: ``ApplySchedule`` of ``opts.schedule`` (a stale one falls back to
+    the sequential schedule); for the rProgram engine's ios policy, :func:`rprogram_schedule_pass`;
+    else ``IOSPass`` with ``cost_model`` and ``opts``' r, s and strategy."""
+    if opts.schedule is not None:
+        from .passes.apply_schedule import ApplySchedule  # noqa: PLC0415
+
+        return ApplySchedule(opts.schedule, func_name=opts.func_name, fallback=True)
+    ios = dict(max_group_size=opts.r, max_num_groups=opts.s)
+    if opts.max_block_bound is not None:
+        ios["max_block_bound"] = opts.max_block_bound
+    if opts.engine == "rprogram" and opts.policy == "ios":
+        return rprogram_schedule_pass(cost_model, opts.func_name, **ios)
+    from .passes.ios_pass import IOSPass  # noqa: PLC0415
+
+    return IOSPass(cost_model, func_name=opts.func_name, strategy=opts.strategy, **ios)
+
+
+def rprogram_schedule_pass(cost_model, func_name: str = "main", **ios_options):
+    """A pass recording the schedule the rPrograms follow
+    (:func:`~tvm_ios.cost.fallback.rprogram_schedule`): IOS without merges, then every
+    concurrent stage ``cost_model`` prices slower than its ops one after another made
+    sequential (an rProgram's vEUs run one-core kernels, so a stage of large ops can lose
+    what its concurrency gains). The bindings are left in place: ``RProgramPass`` emits
+    them from the schedule."""
+    from .cost.fallback import rprogram_schedule  # noqa: PLC0415
+
+    @_tvm.module_pass(opt_level=0, name="tvm_ios.IOSSchedule")
+    def _schedule(mod, _ctx):
+        return rprogram_schedule(mod, cost_model, func_name, **ios_options)
+
+    return _schedule
+
+
+def engine_pass(target, opts, kernels=None):
+    """``RProgramPass`` for ``target`` with ``engine="rprogram"`` (the CPU vDevice inlines
+    ``kernels``' serial kernels); None for stages."""
+    if opts.engine != "rprogram":
+        return None
+    from .passes.rprogram_pass import RProgramPass  # noqa: PLC0415
+
+    cpu = {"kernels": kernels} if target.kind.name == "llvm" else {}
+    return RProgramPass(opts.policy, func_name=opts.func_name, target=target, **cpu)
+
+
+def open_kernel_db(kernels):
+    """``kernels`` as a :class:`~tvm_ios.kernels.kernel_db.KernelDB`: one already, or opened
+    from its directory (None, with a warning, when it was tuned for another CPU)."""
+    if kernels is None:
+        return None
+    from .kernels.kernel_db import KernelDB, open_kernels  # noqa: PLC0415
+
+    return kernels if isinstance(kernels, KernelDB) else open_kernels(kernels)
+
+
+def kernel_passes(kernels, target) -> list:
+    """Passes that put the tuned kernels of ``kernels`` (a KernelDB of ``tvm-ios
+    tune-kernels``) into the build: legalized, fused, the database's kernels applied
+    (:func:`~tvm_ios.kernels.tuned_build.kernels_pass`); none without one. llvm only."""
+    if kernels is None:
+        return []
+    if target.kind.name != "llvm":
+        raise ValueError(f"tvm_ios.pipeline: the kernel database {kernels.path} holds llvm "
+                         f"kernels; it cannot build for target kind {target.kind.name!r}")
+    from .kernels.tuned_build import kernels_pass  # noqa: PLC0415
+
+    return [kernels_pass(kernels)]
+
+
+def default_build(target):
+    """TVM's default Relax build for ``target``: the target's own pipeline (with dlight
+    schedules) on GPUs, the generic one elsewhere (what ``tvm.compile`` picks)."""
+    if "gpu" in target.keys:
+        return relax.get_default_pipeline(target)
+    return relax.get_pipeline("default")
