@@ -52,8 +52,14 @@ def concurrent_latencies(model: CostModel, graph: OpGraph, stages: np.ndarray) -
     batch = getattr(model, "stage_latencies", None)
     if batch is not None:
         return np.asarray(batch(graph, stages), dtype=np.float64).reshape(len(stages))
-    out = np.empty(len(stages))
-    for k, stage in enumerate(stages.tolist()):
-        groups = [[i for i in group if i >= 0] for group in stage if group[0] >= 0]
+    lengths = (stages >= 0).sum(axis=2)
+    flat = stages[stages >= 0].tolist()
+    out, pos = np.empty(len(stages)), 0
+    for k, row in enumerate(lengths.tolist()):
+        groups = []
+        for length in row:
+            if length:
+                groups.append(flat[pos:pos + length])
+                pos += length
         out[k] = float(model.stage_latency(graph, groups))
     return out

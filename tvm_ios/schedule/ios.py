@@ -178,10 +178,11 @@ def search_region(graph: OpGraph, region: int, cost_model, max_group_size: int,
     """
     ids = ids_of(region)
     sub = graph.subgraph(region)
-    groups = candidate_groups(sub, max_group_size)
-    pricer = StagePricer(graph, ids, groups, cost_model, strategy)
+    unpruned = max_group_size >= len(sub) and max_num_groups >= len(sub)
+    groups = None if unpruned else candidate_groups(sub, max_group_size)
+    pricer = StagePricer(graph, ids, cost_model, strategy)
     result = DownsetSearch(sub, groups, pricer, max_num_groups).run()
-    raw = [([[ids[i] for i in ids_of(groups.masks[g])] for g in chosen],
+    raw = [([[ids[i] for i in group] for group in chosen],
             "merge" if merged else "concurrent", latency)
            for chosen, merged, latency in result.stages]
     return raw, {"states": result.states, "transitions": result.transitions,
