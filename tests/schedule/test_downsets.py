@@ -64,3 +64,23 @@ def test_unpruned_search_is_exact(seed, strategy):
     assert sched.latency_us == pytest.approx(best, rel=1e-12)
     assert (sched.stats["schedules"], sched.stats["transitions"], sched.stats["states"]) == \
         (count, transitions, states)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batching_changes_nothing(seed, monkeypatch):
+    # Few states, stages and queued transitions at once: every batching path is taken.
+    from tvm_ios.schedule import downsets
+
+    rng = random.Random(500 + seed)
+    graph = random_graph(rng, 9, 0.3)
+    cost = AdditiveCost(rng, 9, capacity=2.0, sync=4.0)
+    plain = ios_schedule(graph, cost)
+    for name, value in (("_STATES_AT_ONCE", 3), ("_PRICED_AT_ONCE", 5),
+                        ("_PENDING_AT_MOST", 7)):
+        monkeypatch.setattr(downsets, name, value)
+    batched = ios_schedule(graph, cost)
+    assert batched.latency_us == plain.latency_us
+    assert [s.to_dict() for s in batched.stages] == [s.to_dict() for s in plain.stages]
+    for name in ("states", "transitions", "schedules"):
+        assert batched.stats[name] == plain.stats[name]
+    assert plain.latency_us == pytest.approx(brute_force(graph, cost, 3, 8, "both")[0])

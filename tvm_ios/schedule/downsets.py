@@ -10,9 +10,10 @@ always run alone.
 States are processed by size, all states of one size at once, in numpy: the ready ops of
 each state, the groups anchored at them, their compatible combinations (the stages), one
 price per distinct stage, then one push per transition into the level of its target. A
-state and a stage are keyed by a 64-bit Zobrist sum of their ops, so ``key(D + E) = key(D)
-+ key(E)``; every merge by key is checked against the exact bitsets, so a hash collision
-raises instead of mixing two states.
+state and a stage are keyed by the sum of their ops' keys, so ``key(D + E) = key(D) +
+key(E)``: up to 64 ops an op's key is its bit, so a key is the bitset itself; above, a
+64-bit Zobrist sum, and every merge by key is checked against the exact bitsets, so a hash
+collision raises instead of mixing two states.
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ _ZOBRIST_SEED = 0x105
 _STATES_AT_ONCE = 1 << 13
 #: New stages priced at once (their groups are materialised as padded arrays).
 _PRICED_AT_ONCE = 1 << 14
+#: Transitions queued into one level before they are reduced to one per target state.
+_PENDING_AT_MOST = 1 << 22
 
 
 @dataclass
@@ -82,7 +85,7 @@ class DownsetSearch:
         when nothing is pruned (every set of ready ops closed under predecessors is a
         stage, see :class:`~tvm_ios.schedule.stage_enum.IdealEnumerator`).
     pricer : StagePricer
-        Prices stages given as rows of group ids.
+        Prices stages given as arrays of groups of op ids.
     max_num_groups : int
         s: at most this many groups per stage.
     """
@@ -147,12 +150,16 @@ class DownsetSearch:
         target_key = keys[row] + stages.key[valid]
         value = cost[row] + self.ending_latency.data[eid]
         source = gids[row]
+        count = self.state_count.data[source]
         order = np.argsort(nops.astype(np.int16), kind="stable")
         ordered = nops[order]
         for part in np.split(order, np.flatnonzero(ordered[1:] != ordered[:-1]) + 1):
             if len(part):
-                pending[size + int(nops[part[0]])].append(
-                    (target_key[part], value[part], source[part], eid[part]))
+                queue = pending[size + int(nops[part[0]])]
+                queue.append((target_key[part], value[part], source[part], eid[part],
+                              count[part]))
+                if sum(len(q[0]) for q in queue) > _PENDING_AT_MOST:
+                    queue[:] = [self._reduce(queue)]
 
     def _ending_ids(self, stages: Stages) -> np.ndarray:
         """Global ids of the stages (pricing the new ones), checked against their bitsets."""
@@ -183,29 +190,33 @@ class DownsetSearch:
             raise RuntimeError("IOS search: two different stages share a 64-bit key")
         return eid
 
-    def _collect(self, chunks) -> tuple:
-        """The states of one level from the transitions into it: min cost, summed counts.
-
-        Of the transitions that reach a state at its minimal cost, the first queued wins.
-        """
-        key, value, source, eid = (np.concatenate(parts) for parts in zip(*chunks))
+    def _reduce(self, queue: list) -> tuple:
+        """Transitions queued into one level, one per target state: its minimal cost (the
+        first queued of the minimal ones), their summed schedule counts."""
+        key, value, source, eid, count = (np.concatenate(parts) for parts in zip(*queue))
         order, starts, inverse = _group(key)
         best_value = np.minimum.reduceat(value[order], starts)
         ties = np.flatnonzero(value == best_value[inverse])
         best = np.full(len(starts), len(key))
         np.minimum.at(best, inverse[ties], ties)
-        masks = self.state_mask.data[source[best]] | self.ending_mask.data[eid[best]]
         if not self.exact_keys:
+            masks = self.state_mask.data[source[best]] | self.ending_mask.data[eid[best]]
             reached = self.state_mask.data[source] | self.ending_mask.data[eid]
             if not (reached == masks[inverse]).all():
                 raise RuntimeError("IOS search: two different states share a 64-bit key")
-        counts = np.add.reduceat(self.state_count.data[source[order]], starts)
-        gids = np.arange(self.state_mask.size, self.state_mask.size + len(starts))
+        return (key[best], best_value, source[best], eid[best],
+                np.add.reduceat(count[order], starts))
+
+    def _collect(self, queue: list) -> tuple:
+        """The states of one level from the transitions into it."""
+        key, value, source, eid, count = self._reduce(queue)
+        masks = self.state_mask.data[source] | self.ending_mask.data[eid]
+        gids = np.arange(self.state_mask.size, self.state_mask.size + len(key))
         self.state_mask.extend(masks)
-        self.state_count.extend(counts)
-        self.parent.extend(source[best])
-        self.parent_stage.extend(eid[best])
-        return key[best], masks, best_value, gids
+        self.state_count.extend(count)
+        self.parent.extend(source)
+        self.parent_stage.extend(eid)
+        return key, masks, value, gids
 
     def _stages(self, state: int) -> list[tuple[list[list[int]], bool, float]]:
         out = []
