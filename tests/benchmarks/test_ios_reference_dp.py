@@ -1,5 +1,4 @@
 """The reference IOS DP of the search-speed benchmark against the exhaustive search."""
-import random
 import sys
 from pathlib import Path
 
@@ -8,16 +7,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedule"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from brute_force import AdditiveCost, brute_force, random_graph  # noqa: E402
+from brute_force import brute_force, random_case  # noqa: E402
 from ios_reference_dp import IOSReferenceDP, chain_decomposition  # noqa: E402
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_reference_is_exact_on_its_own_space(seed):
-    rng = random.Random(seed)
-    n = rng.randint(2, 8)
-    graph = random_graph(rng, n, rng.uniform(0.1, 0.7))
-    cost = AdditiveCost(rng, n, capacity=2.0, sync=4.0)
+    graph, cost, _ = random_case(seed, sizes=(2, 8), density=(0.1, 0.7))
+    n = len(graph)
     chains = chain_decomposition(graph)
     assert sorted(i for c in chains for i in c) == list(range(n))
     # With groups of one op both spaces are the same: equal optimum and transitions.

@@ -90,6 +90,15 @@ def random_graph(rng, n, p, unschedulable=0.0):
     return OpGraph(nodes, edges, name=f"random{n}")
 
 
+def random_case(seed, sizes=(3, 9), density=(0.25, 0.7), unschedulable=0.0,
+                capacity=2.0, sync=4.0):
+    """``(graph, cost, rng)``: a random graph with the issue's additive cost."""
+    rng = random.Random(seed)
+    n = rng.randint(*sizes)
+    graph = random_graph(rng, n, rng.uniform(*density), unschedulable)
+    return graph, AdditiveCost(rng, n, capacity, sync), rng
+
+
 class AdditiveCost:
     """The issue's cost: per-op times, a capacity, a per-stage sync cost.
 

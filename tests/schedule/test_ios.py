@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from brute_force import AdditiveCost, RandomCost, brute_force, conv, random_graph
+from brute_force import AdditiveCost, RandomCost, brute_force, conv, random_case, random_graph
 from tvm_ios.graph.opgraph import OpGraph
 from tvm_ios.schedule.ios import ios_schedule
 
@@ -26,10 +26,7 @@ def _assert_exact(sched, graph, cost, r, s, strategy):
 @pytest.mark.parametrize("seed", range(40))
 def test_default_call_is_exact(seed):
     # The check: random DAGs of 3-9 ops, per-op times, a capacity, a sync cost.
-    rng = random.Random(seed)
-    n = rng.randint(3, 9)
-    graph = random_graph(rng, n, rng.uniform(0.25, 0.7))
-    cost = AdditiveCost(rng, n, capacity=2.0, sync=4.0)
+    graph, cost, _ = random_case(seed)
     _assert_exact(ios_schedule(graph, cost), graph, cost, 3, 8, "both")
 
 
