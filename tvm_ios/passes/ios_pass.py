@@ -6,8 +6,9 @@ Usable anywhere a TVM pass is::
                                     IOSPass(max_group_size=3, max_num_groups=8)])(mod)
 
 The pass extracts the op graph, runs the IOS search
-(:func:`~tvm_ios.schedule.ios.ios_schedule`) with the injected cost model, then rewrites through :class:`ApplySchedule`'s mechanics: merged convolutions,
-bindings in stage order, and the schedule recorded on the module (:func:`schedule_of`).
+(:func:`~tvm_ios.schedule.ios.ios_schedule`) with the injected cost model, then rewrites
+through :class:`ApplySchedule`'s mechanics: merged convolutions, bindings in stage order,
+and the schedule recorded on the module (:func:`schedule_of`).
 """
 from __future__ import annotations
 
