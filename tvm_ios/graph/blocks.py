@@ -14,10 +14,11 @@ crossing edge, no stage can cross.
 
 A segment whose search would not finish, one of more than ``max_block_size`` ops or whose
 transition bound C(n/d + 2, 2)^d (IOS thesis, Table 3.1) exceeds ``max_block_bound``, is cut
-at the ancestor closure of junctions, then of units, greedily so each piece stays under the
-limits (NASNet's cells read the outputs of the two previous cells, so no single node
-separates them; this is what IOS's hand-written per-cell blocks amount to). These *bound
-cuts* can lose; :func:`search_regions` reports them.
+at the ancestor closure of junctions, else of units, greedily so each piece stays under the
+limits: of the pieces that fit and are at least half the largest that fits, the one fewest
+later ops read from. NASNet's cells read the outputs of the two previous cells, so no single
+node separates them; its pieces come out as its cells, IOS's hand-written blocks. These
+*bound cuts* can lose; :func:`search_regions` reports them.
 """
 from __future__ import annotations
 
@@ -147,25 +148,19 @@ def _cut_segments(graph: OpGraph, max_block_size: int, max_block_bound: float):
     if len(graph) == 0:
         return []
     anc = ancestors(graph)
-    closures = [anc[i] | (1 << i) for i in range(len(graph))]
-    candidates = sorted(set(graph.junctions) | set(closures), key=_rank_candidate(graph))
-    out = []
-    for segment in _split(graph.all_mask, _point_cuts(graph)):
-        pending, pieces = [segment], []
-        while pending:
-            block = pending.pop(0)
-            n = block.bit_count()
-            if n > max_block_size:
-                split = _split_large(block, candidates, max_block_size)
-            elif n > 1 and transition_bound(n, width(graph, block)) > max_block_bound:
-                split = _split_large(block, candidates, (n + 1) // 2)
-            else:
-                split = [block]
-            if len(split) == 1:
-                pieces.append(block)
-            else:
-                pending[:0] = split
-        out.append((segment, pieces))
+    closures = {anc[i] | (1 << i) for i in range(len(graph))}
+    junctions = set(graph.junctions)
+    # Junctions (the concats that end NASNet's cells, Inception's modules) first.
+    candidates = [sorted(junctions, key=int.bit_count, reverse=True),
+                  sorted(closures - junctions, key=int.bit_count, reverse=True)]
+
+    def fits(piece: int) -> bool:
+        n = piece.bit_count()
+        return n <= max_block_size and (
+            n == 1 or transition_bound(n, width(graph, piece)) <= max_block_bound)
+
+    out = [(segment, _split_large(segment, candidates, fits, graph.succ))
+           for segment in _split(graph.all_mask, _point_cuts(graph))]
     logger.debug("%s: %d segments, %d pieces", graph.name, len(out),
                  sum(len(p) for _, p in out))
     return out
@@ -208,30 +203,41 @@ def _split(mask: int, nested_cuts: list[int]) -> list[int]:
     return blocks
 
 
-def _rank_candidate(graph: OpGraph):
-    junctions = set(graph.junctions)
-    return lambda cut: (cut not in junctions, cut.bit_count())
+def _split_large(block: int, candidates: list[list[int]], fits, succ: list[int]) -> list[int]:
+    """Greedy cuts of a segment into pieces that ``fits``, in order.
 
-
-def _split_large(block: int, candidates: list[int], limit: int) -> list[int]:
-    """Greedy cuts inside an oversized block, keeping each piece at most ``limit`` nodes.
-
-    From the part already cut off, take the candidate that adds the largest piece within
-    the limit; when every candidate overshoots, the one that adds the smallest piece.
+    From the part already cut off, the largest piece that fits sets the scale; of the
+    pieces that fit and are at least half as large, the next one is the one the fewest
+    later ops read from (a cell's output, not the middle of its branches), then the
+    largest. Candidate cut sets are junctions (the first list), else units. When nothing
+    fits, the smallest piece any candidate gives.
     """
     done, pieces = 0, []
     while block & ~done:
-        best_key, best = None, block
-        for cand in candidates:
-            gain = (cand & block & ~done).bit_count()
-            if gain == 0:
-                continue
-            key = (gain, 0) if gain <= limit else (-gain, -1)
-            key = (key[1], key[0])
-            if best_key is None or key > best_key:
-                best_key, best = key, (done | cand) & block
-        if (block & ~done).bit_count() <= limit:
-            best = block
-        pieces.append(best & ~done)
-        done = best
+        rest = block & ~done
+        piece = rest if fits(rest) else _next_piece(rest, candidates, fits, succ)
+        pieces.append(piece)
+        done |= piece
     return pieces
+
+
+def _next_piece(rest: int, candidates: list[list[int]], fits, succ: list[int]) -> int:
+    for ordered in candidates:
+        pieces = sorted({cand & rest for cand in ordered} - {0, rest}, key=int.bit_count,
+                        reverse=True)
+        largest = next((p for p in pieces if fits(p)), None)
+        if largest is None:
+            continue
+        near = [p for p in pieces if 2 * p.bit_count() >= largest.bit_count()]
+        near.sort(key=lambda p: (_readers(p, rest, succ), -p.bit_count()))
+        return next(p for p in near if p == largest or fits(p))
+    return min((cand & rest for group in candidates for cand in group
+                if cand & rest and cand & rest != rest), key=int.bit_count, default=rest)
+
+
+def _readers(piece: int, rest: int, succ: list[int]) -> int:
+    """Ops of ``rest`` outside ``piece`` that read an op of ``piece``."""
+    out = 0
+    for i in ids_of(piece):
+        out |= succ[i]
+    return (out & rest & ~piece).bit_count()
