@@ -16,7 +16,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("-s", "--max-num-groups", type=int, default=None,
                         help="prune to s groups per stage (default: unpruned)")
     parser.add_argument("--max-block-bound", type=float, default=None,
-                        help="cut blocks whose transition bound exceeds this (default 3e10)")
+                        help="cut blocks whose transition bound exceeds this (default 3e9)")
     parser.set_defaults(handler=run)
 
 

@@ -11,11 +11,15 @@ import time
 from typing import Callable
 
 from ..graph.analysis import transition_bound, width
-from ..graph.blocks import DEFAULT_MAX_BLOCK_BOUND, DEFAULT_MAX_BLOCK_SIZE, partition_blocks
+from ..graph.blocks import DEFAULT_MAX_BLOCK_SIZE, partition_blocks
 from ..graph.opgraph import OpGraph
 from .ios import search_region
 
-__all__ = ["block_stats"]
+__all__ = ["block_stats", "STATS_MAX_BLOCK_BOUND"]
+
+#: Blocks as small as IOS's (its largest, RandWire's, has a bound of 3.7e9): an unpruned
+#: search of a larger one, such as NASNet's two stem cells together, takes minutes.
+STATS_MAX_BLOCK_BOUND = 3e9
 
 
 class _Free:
@@ -31,7 +35,7 @@ class _Free:
 def block_stats(graph: OpGraph, max_group_size: int | None = None,
                 max_num_groups: int | None = None,
                 max_block_size: int = DEFAULT_MAX_BLOCK_SIZE,
-                max_block_bound: float = DEFAULT_MAX_BLOCK_BOUND,
+                max_block_bound: float = STATS_MAX_BLOCK_BOUND,
                 progress: Callable[[int, int, int], None] | None = None) -> list[dict]:
     """Search-space statistics of every block of ``graph``.
 
@@ -42,7 +46,8 @@ def block_stats(graph: OpGraph, max_group_size: int | None = None,
     max_group_size, max_num_groups : int, optional
         r and s; None means unpruned.
     max_block_size, max_block_bound
-        As for :func:`~tvm_ios.graph.blocks.partition_blocks`.
+        As for :func:`~tvm_ios.graph.blocks.partition_blocks` (the bound defaults to
+        :data:`STATS_MAX_BLOCK_BOUND`, ten times below the scheduler's).
     progress : callable, optional
         Called as ``progress(blocks_done, blocks_total, transitions_so_far)``.
 
