@@ -74,3 +74,28 @@ def test_protocol_and_devices():
         check_cost_model(object())
     with pytest.raises(ValueError, match="unknown device"):
         get_device("tpu")
+
+
+@pytest.mark.parametrize("device", ["v100", "h100", "llvm"])
+def test_batch_prices_equal_single_prices_bit_for_bit(device):
+    import random
+
+    import numpy as np
+
+    rng = random.Random(device)
+    nodes = [OpNode(f"op{i}", "conv2d", (1, rng.choice((8, 64, 512)), 14, 14),
+                    flops=rng.randint(10 ** 4, 10 ** 9), bytes=rng.randint(10 ** 3, 10 ** 7))
+             for i in range(40)]
+    graph = OpGraph(nodes, [])
+    model = AnalyticalCostModel(device)
+    stages = []
+    for _ in range(300):
+        ops = rng.sample(range(40), 24)
+        stages.append([sorted(ops[3 * g:3 * g + rng.randint(1, 3)])
+                       for g in range(rng.randint(1, 8))])
+    batch = np.full((len(stages), 8, 3), -1)
+    for k, stage in enumerate(stages):
+        for g, group in enumerate(stage):
+            batch[k, g, :len(group)] = group
+    single = [model.stage_latency(graph, stage) for stage in stages]
+    assert model.stage_latencies(graph, batch).tolist() == single

@@ -5,6 +5,7 @@ from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.cost.hybrid import HybridCostModel, hybrid_schedule
 from tvm_ios.cost.log import MeasureLog
 from tvm_ios.cost.measured import MeasuredCostModel
+from tvm_ios.schedule.merge import merge_plan
 
 
 def test_hybrid_measures_the_schedule_it_picks_and_little_else(tmp_path, measurer, make_model):
@@ -54,3 +55,17 @@ def test_a_learned_predictor_stands_in_with_its_roofline_until_the_log_can_train
     assert _ready(xgb, model, retrain=True) is xgb and xgb.trained_on == len(model.log)
     roofline = AnalyticalCostModel("llvm")
     assert _ready(roofline, model, retrain=True) is roofline
+
+
+def test_a_predictor_that_cannot_merge_makes_the_hybrid_say_so(tmp_path, tiny):
+    class NoMerge(AnalyticalCostModel):
+        def merged_latency(self, graph, ops):
+            return None
+
+    model = MeasuredCostModel(tiny, None, tmp_path / "empty.jsonl")
+    graph = next(iter(model.extractions.values())).graph
+    hybrid = HybridCostModel(model, NoMerge("llvm"))
+    mergeable = next((a, b) for a in range(len(graph)) for b in range(a + 1, len(graph))
+                     if merge_plan(graph, [a, b]) is not None)
+    assert AnalyticalCostModel("llvm").merged_latency(graph, list(mergeable)) is not None
+    assert hybrid.merged_latency(graph, list(mergeable)) is None

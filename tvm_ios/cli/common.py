@@ -28,8 +28,8 @@ def add_ios_options(parser) -> None:
                         help="s: most groups per stage (default 8)")
     parser.add_argument("--strategy", choices=("both", "parallel", "merge"), default="both")
     parser.add_argument("--max-block-bound", type=float, default=None,
-                        help="cut blocks whose transition bound C(n/d+2,2)^d exceeds this "
-                             "(default 3e9; larger searches more, slower)")
+                        help="cut segments whose transition bound C(n/d+2,2)^d exceeds this "
+                             "(default 3e10; such cuts are reported and can lose)")
     parser.add_argument("--device", default=None,
                         help="device preset of the analytical cost model (v100, a100, h100, "
                              "cpu; default v100, or cpu where the verb builds for llvm)")

@@ -1,47 +1,37 @@
-"""The cost-model protocol the schedulers are written against.
+"""The cost-model protocol, for cost models and their users, and pricing a whole schedule.
 
-A cost model is any object with two methods (a strategy injected into the scheduler):
-
-``stage_latency(graph, groups) -> float``
-    Latency in microseconds of running ``groups`` (lists of node ids of ``graph``, each in
-    topological order) concurrently, the ops of a group one after another.
-``merged_latency(graph, ops) -> float | None``
-    Latency of ``ops`` run as one merged operator, or None when the model cannot price it.
+The protocol itself (``stage_latency``, ``merged_latency`` and the optional batch
+``stage_latencies``) belongs to the scheduler that is written against it and lives in
+:mod:`tvm_ios.schedule.cost_protocol`; it is re-exported here so cost models and callers
+keep importing it from the cost package.
 """
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
-
 from ..graph.opgraph import OpGraph
+from ..schedule.cost_protocol import CostModel, check_cost_model
 
 __all__ = ["CostModel", "check_cost_model", "schedule_latency"]
 
 
-@runtime_checkable
-class CostModel(Protocol):
-    """Structural type of a cost model (see the module docstring)."""
-
-    def stage_latency(self, graph: OpGraph, groups: Sequence[Sequence[int]]) -> float:
-        """Latency (us) of the groups run concurrently."""
-
-    def merged_latency(self, graph: OpGraph, ops: Sequence[int]) -> float | None:
-        """Latency (us) of the ops merged into one operator, or None."""
-
-
-def check_cost_model(model: object) -> CostModel:
-    """Return ``model`` if it implements :class:`CostModel`, else raise ``TypeError``."""
-    if not isinstance(model, CostModel):
-        raise TypeError(f"{type(model).__name__} is not a cost model: it needs methods "
-                        "stage_latency(graph, groups) and merged_latency(graph, ops)")
-    return model
-
-
 def schedule_latency(model: CostModel, graph: OpGraph, schedule) -> float:
     """The latency (us) of a :class:`~tvm_ios.schedule.schedule.Schedule` of ``graph``
-    priced stage by stage by ``model`` (e.g. one schedule under another's measurements)."""
+    priced stage by stage by ``model`` (e.g. one schedule under another's measurements).
+
+    Raises
+    ------
+    ValueError
+        When a merge stage holds ops that ``model`` cannot merge (its ``merged_latency``
+        returns None): the schedule cannot run as written under that model.
+    """
     total = 0.0
-    for stage in schedule.stages:
+    for index, stage in enumerate(schedule.stages):
         groups = [[graph.index[n] for n in g] for g in stage.groups]
-        total += model.merged_latency(graph, [g[0] for g in groups]) \
-            if stage.strategy == "merge" else model.stage_latency(graph, groups)
+        if stage.strategy != "merge":
+            total += model.stage_latency(graph, groups)
+            continue
+        merged = model.merged_latency(graph, [g[0] for g in groups])
+        if merged is None:
+            raise ValueError(f"stages[{index}] merges {stage.ops}, which {model!r} cannot "
+                             "merge (merged_latency returned None)")
+        total += merged
     return total

@@ -52,7 +52,7 @@ class HybridCostModel:
     def __repr__(self) -> str:
         return f"HybridCostModel({self.predictor!r}, scale={self.scale:.3g})"
 
-    def _price(self, graph, groups, merge: bool) -> float:
+    def _price(self, graph, groups, merge: bool) -> float | None:
         value = self.measured.logged(graph, groups, merge)
         if value is not None:
             self.measured.counts["cached"] += 1
@@ -61,9 +61,11 @@ class HybridCostModel:
         if signature in self.measured.failed:
             return float("inf")
         if signature not in self.raw:
-            self.raw[signature] = float(self.predictor.merged_latency(
-                graph, [g[0] for g in groups]) if merge else
-                self.predictor.stage_latency(graph, groups))
+            raw = (self.predictor.merged_latency(graph, [g[0] for g in groups]) if merge
+                   else self.predictor.stage_latency(graph, groups))
+            if raw is None:
+                return None  # the predictor cannot merge these ops: neither can we
+            self.raw[signature] = float(raw)
         self.measured.counts["predicted"] += 1
         return self.raw[signature] * self.scale * self.optimism
 

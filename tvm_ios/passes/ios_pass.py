@@ -5,9 +5,10 @@ Usable anywhere a TVM pass is::
     mod = tvm.transform.Sequential([relax.transform.BindParams("main", params),
                                     IOSPass(max_group_size=3, max_num_groups=8)])(mod)
 
-The pass extracts the op graph, runs the IOS dynamic program per block with the injected
-cost model, then rewrites through :class:`ApplySchedule`'s mechanics: merged convolutions,
-bindings in stage order, and the schedule recorded on the module (:func:`schedule_of`).
+The pass extracts the op graph, runs the IOS search
+(:func:`~tvm_ios.schedule.ios.ios_schedule`) with the injected cost model, then rewrites
+through :class:`ApplySchedule`'s mechanics: merged convolutions, bindings in stage order,
+and the schedule recorded on the module (:func:`schedule_of`).
 """
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ class IOSPass:
     func_name : str
         The function to schedule.
     max_block_size, max_block_bound : int, float
-        Blocks larger than this, or with a larger transition bound, are cut further.
+        Segments larger than this, or with a larger transition bound, are cut (as in
+        :func:`~tvm_ios.schedule.ios.ios_schedule`).
     """
 
     def __init__(self, cost_model=None, max_group_size: int = 3, max_num_groups: int = 8,

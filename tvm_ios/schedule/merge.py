@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ..graph.opgraph import OpGraph
 
-__all__ = ["MergePlan", "merge_plan"]
+__all__ = ["MergePlan", "merge_plan", "merge_key"]
 
 _SAME_KEYS = ("input", "strides", "dilation", "groups", "data_layout", "kernel_layout",
               "epilogue", "bias")
@@ -44,22 +44,36 @@ class MergePlan:
         return sum(self.channels)
 
 
+def merge_key(node) -> tuple | None:
+    """What ops must share to merge (kind, dtype, output size, input, stride, ...), or None
+    for an op that never merges. Ops with different keys cannot merge."""
+    if node.kind != "conv2d" or not node.schedulable:
+        return None
+    if node.attrs.get("groups", 1) != 1 or node.attrs.get("data_layout", "NCHW") != "NCHW":
+        return None
+    return (node.dtype, _frozen(node.shape[2:])) + tuple(_frozen(node.attrs.get(k))
+                                                        for k in _SAME_KEYS)
+
+
+def _frozen(value):
+    """A hashable copy of an attribute value (lists become tuples)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return value
+
+
 def merge_plan(graph: OpGraph, ops: Sequence[int]) -> MergePlan | None:
     """Return the merge plan of ``ops``, or None when they cannot be merged exactly."""
     ops = tuple(sorted(ops))
     if len(ops) < 2:
         return None
     nodes = [graph.nodes[i] for i in ops]
-    if any(n.kind != "conv2d" or not n.schedulable for n in nodes):
+    keys = {merge_key(n) for n in nodes}
+    if len(keys) != 1 or None in keys:
         return None
     first = nodes[0]
-    for node in nodes[1:]:
-        if node.dtype != first.dtype or tuple(node.shape[2:]) != tuple(first.shape[2:]):
-            return None
-        if any(node.attrs.get(k) != first.attrs.get(k) for k in _SAME_KEYS):
-            return None
-    if first.attrs.get("groups", 1) != 1 or first.attrs.get("data_layout", "NCHW") != "NCHW":
-        return None
     kh = max(n.attrs["kernel"][0] for n in nodes)
     kw = max(n.attrs["kernel"][1] for n in nodes)
     dil_h, dil_w = first.attrs.get("dilation", (1, 1))

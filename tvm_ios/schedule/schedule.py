@@ -119,7 +119,13 @@ class Schedule:
             groups = " | ".join(" -> ".join(g) for g in stage.groups)
             rows.append(f"{i:>5}  {stage.strategy:<10} {stage.latency_us:>10.2f}  {groups}")
         if self.stats:
-            rows.append("stats: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.stats.items()))
+            rows.append("stats: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.stats.items()
+                                              if k != "bound_cuts"))
+        for cut in self.stats.get("bound_cuts", []):
+            rows.append(f"bound cut: segment {cut.get('segment')} ({cut.get('ops')} ops from "
+                        f"{cut.get('first_op')}, bound {_fmt(cut.get('bound'))}) cut into "
+                        f"{len(cut.get('pieces', []))} pieces; they lose at least "
+                        f"{_fmt(cut.get('loss_lower_bound_us', 0.0))} us")
         return "\n".join(rows)
 
 
