@@ -186,3 +186,28 @@ def register_error(cls: type) -> type:
     import tvm_ffi  # noqa: PLC0415
 
     return tvm_ffi.register_error(cls.__name__, cls)
+
+
+# TIR, its schedules and its script namespace (``tvm.tir`` split into these in 0.27), for
+# the kernel generators: ``_tvm.tirx``, ``_tvm.s_tir``, ``_tvm.T`` (TVMScript's ``tirx``).
+from tvm import s_tir, tirx  # noqa: E402
+from tvm.script import tirx as T  # noqa: E402,N812
+
+
+def structural_map(node: Any, hooks) -> Any:
+    """``node`` rebuilt bottom-up with ``(type, function)`` rewrite hooks
+    (``tvm_ffi.structural_map``; TVM 0.27 has no ``stmt_functor``)."""
+    import tvm_ffi  # noqa: PLC0415
+
+    return tvm_ffi.structural_map(node, hooks)
+
+
+from tvm.s_tir import dlight  # noqa: E402  (TVM's default GPU schedules, moved in 0.27)
+
+
+def compile_cuda(source: str, target, target_format: str = "cubin") -> bytes:
+    """CUDA source compiled by nvcc for ``target``'s arch (``tvm.support.nvcc``)."""
+    from tvm.support import nvcc  # noqa: PLC0415
+
+    with make_target(target):
+        return bytes(nvcc.compile_cuda(source, target_format=target_format, compiler="nvcc"))
