@@ -17,13 +17,14 @@ setup(
         "numpy>=1.24",
     ],
     extras_require={
-        "test": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15"],
+        # pyopencl: the persistent-kernel tests run under the Oclgrind simulator (apt oclgrind)
+        "test": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "pyopencl>=2024.1"],
         "onnx": ["onnx>=1.15"],
         "tune": ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0"],
         "plot": ["matplotlib>=3.7"],
         "torch": ["torch==2.13.0"],
-        "dev": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "psutil", "cloudpickle",
-                "tornado", "xgboost-cpu>=2.0", "matplotlib>=3.7", "torch==2.13.0"],
+        "dev": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "pyopencl>=2024.1", "psutil",
+                "cloudpickle", "tornado", "xgboost-cpu>=2.0", "matplotlib>=3.7", "torch==2.13.0"],
     },
     entry_points={
         "console_scripts": ["tvm-ios=tvm_ios.cli.main:main"],

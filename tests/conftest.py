@@ -3,6 +3,8 @@
 Markers: ``slow`` (full-size models, long builds; deselect with ``-m "not slow"``) and
 ``gpu`` (needs a CUDA device; skipped where none is present).
 """
+import os
+
 import numpy as np
 import pytest
 from tvm import relax  # noqa: E402
@@ -29,6 +31,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def oclgrind():
+    """Skip, with the reason, where the Oclgrind OpenCL simulator (or pyopencl) is missing;
+    fail instead where ``TVM_IOS_REQUIRE_OCLGRIND=1`` (CI sets it), so that the simulator
+    tests never vanish silently."""
+    from tvm_ios.kernels.oclgrind import REQUIRE_ENV, oclgrind_missing
+
+    missing = oclgrind_missing()
+    if missing and os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{REQUIRE_ENV}=1 but {missing}")
+    if missing:
+        pytest.skip(missing)
 
 
 def conv_block(bb, inp, out_ch, kernel, padding, name, rng, relu=True):

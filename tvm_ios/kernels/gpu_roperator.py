@@ -10,7 +10,7 @@ the threads of one rTask, the merged buffer its shared memory.
 Kernels are lowered with a warp size of one (``thread_warp_size=1``), so cross-thread
 reductions go through shared memory rather than warp shuffles: the same TIR renders for
 CUDA and for OpenCL (which has no portable shuffle), and an rTask's threads need not fill
-whole warps. :meth:`GPUROperator.task_body` substitutes ``blockIdx`` by an rTask index and
+whole warps. They are scheduled for at most :data:`RTASK_MAX_THREADS` threads. :meth:`GPUROperator.task_body` substitutes ``blockIdx`` by an rTask index and
 ``threadIdx`` by the vEU's 1-D thread index; an rTask on fewer threads than its vEU is
 masked so that every thread still reaches each of its barriers
 (:func:`~tvm_ios.kernels.rtask_mask.mask_rtask`).
@@ -30,18 +30,27 @@ from .tir_pipeline import lower_to_merge
 from .tir_util import seq
 from .tvm_kernels import KernelStep, UnsupportedKernel
 
-__all__ = ["GPUROperator", "gpu_roperator", "rtask_target"]
+__all__ = ["GPUROperator", "gpu_roperator", "rtask_target", "RTASK_MAX_THREADS"]
 
 logger = logging.getLogger(__name__)
 tirx = _tvm.tirx
 
 
+#: Most threads of one rTask: a vEU has the threads of its program's widest rTask, so one
+#: 1024-thread elementwise kernel would idle most threads of every conv rTask and cut the
+#: resident vEUs to two per SM. dlight's fallback schedules honour the target's limit.
+RTASK_MAX_THREADS = 256
+
+
 def rtask_target(target):
-    """``target`` with a warp size of one: what rTask kernels are scheduled and lowered for."""
-    if int(target.attrs.get("thread_warp_size", 1)) == 1:
-        return target
+    """``target`` as rTask kernels are scheduled and lowered for: a warp size of one (no
+    shuffles) and at most :data:`RTASK_MAX_THREADS` threads per block."""
     attrs = {k: v for k, v in _tvm.target_to_dict(target).items() if k != "tag"}
-    return _tvm.make_target({**attrs, "thread_warp_size": 1})
+    threads = min(int(attrs.get("max_num_threads", RTASK_MAX_THREADS)), RTASK_MAX_THREADS)
+    attrs.update(thread_warp_size=1, max_num_threads=threads)
+    if "max_threads_per_block" in attrs:
+        attrs["max_threads_per_block"] = threads
+    return _tvm.make_target(attrs)
 
 
 @tirx.transform.prim_func_pass(opt_level=0, name="tvm_ios.PadSmallShared")

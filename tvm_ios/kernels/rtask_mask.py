@@ -21,7 +21,7 @@ from .. import _tvm
 from .tir_util import seq
 from .tvm_kernels import UnsupportedKernel
 
-__all__ = ["mask_rtask", "has_barrier"]
+__all__ = ["mask_rtask", "has_barrier", "guarded_barriers"]
 
 logger = logging.getLogger(__name__)
 tirx = _tvm.tirx
@@ -97,3 +97,31 @@ def _mask_seq(stmts: list, active):
             run.append(stmt)
     flush()
     return seq(out)
+
+
+def guarded_barriers(stmt, names: set) -> list:
+    """The barriers of ``stmt`` that sit under an ``if`` whose condition reads a variable
+    named in ``names`` (a thread index): the shape where not every thread reaches them."""
+    found = []
+
+    def reads(expr) -> bool:
+        seen = set()
+        _tvm.structural_map(expr, (tirx.Var, lambda v: (seen.add(v.name), v)[1]))
+        return bool(seen & names)
+
+    def walk(node, guarded):
+        if _is_barrier(node):
+            if guarded:
+                found.append(node)
+        elif isinstance(node, tirx.IfThenElse):
+            inner = guarded or reads(node.condition)
+            walk(node.then_case, inner)
+            if node.else_case is not None:
+                walk(node.else_case, inner)
+        elif isinstance(node, tirx.SeqStmt):
+            for child in node.seq:
+                walk(child, guarded)
+        elif isinstance(node, (tirx.For, tirx.While, tirx.AttrStmt)):
+            walk(node.body, guarded)
+    walk(stmt, False)
+    return found

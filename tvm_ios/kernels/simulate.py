@@ -104,7 +104,8 @@ def simulate_program(kernel, source: str, *, seed: int = 0, num_threads: int | N
             "barriers": program.num_barriers, "max_abs_diff": diff,
             "max_abs_reference": max(float(np.abs(v).max()) for v in reference.values()),
             "steps_zero": [not steps[:kernel.workspace.error].any() for steps in run.steps],
-            "errors": run.errors, "messages": run.messages, "seconds": round(run.seconds, 2),
+            "errors": run.errors, "errors_capped": run.capped, "messages": run.messages,
+            "seconds": round(run.seconds, 2),
             "simulator_threads": run.num_threads}
 
 

@@ -34,6 +34,7 @@ logger = logging.getLogger(__name__)
 CUT = "s_tir.MergeSharedMemoryAllocations"
 #: The name of the module pass TVM's pipeline factory returns, and of the Sequential in it.
 _PIPELINE = "_pipeline"
+_SPLIT = "tirx.SplitHostDevice"
 _CONTAINERS = ("sequential", _PIPELINE)
 
 
@@ -49,6 +50,7 @@ class _Half:
 
     def __init__(self, head: bool):
         self.head, self.seen, self.inside = head, False, False
+        self.found = False  # the cut itself was met (not only the host/device split)
         self.ran: list[str] = []
 
     def should_run(self, mod, info):  # noqa: D102  (tvm.instrument protocol)
@@ -58,8 +60,10 @@ class _Half:
         if not self.inside or name in _CONTAINERS:
             return True
         if name == CUT:
-            self.seen = True
+            self.seen = self.found = True
             return False
+        if name == _SPLIT:  # the host/device split never runs before the merge
+            self.seen = True
         run = (not self.seen) if self.head else self.seen
         if run:
             self.ran.append(name)
@@ -89,7 +93,7 @@ def lower_to_merge(mod, config: dict | None = None, before_cut=()):
     half = _Half(head=True)
     with tvm.transform.PassContext(config=config or {}, instruments=[half]):
         mod = _default_pipeline()(mod)
-    if not half.seen:
+    if not half.found:
         raise PipelineCutError(f"TVM's default TIR pipeline has no pass {CUT}; the rTask "
                                f"kernels cannot be cut before their host/device split (it "
                                f"ran {half.ran})")
@@ -106,9 +110,9 @@ def build_merged(mod, target):
     half = _Half(head=False)
     with tvm.transform.PassContext(instruments=[half]):
         lib = tvm.tirx.build(mod, target=target, pipeline="default")
-    if not half.seen:
-        raise PipelineCutError(f"TVM's default TIR pipeline has no pass {CUT}: nothing after "
-                               "it could be told from the lowering already done")
+    if not half.found:
+        raise PipelineCutError(f"TVM's default TIR pipeline has no pass {CUT}: its tail "
+                               "cannot be told from the lowering already done")
     logger.debug("pipeline tail: %s", half.ran)
     return lib
 
