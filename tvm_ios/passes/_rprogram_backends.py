@@ -19,7 +19,10 @@ the variables it defines (``build``), the checks to run after the function's dat
   zeroes before the persistent kernel runs (no mutated constant, nothing shared between
   programs). The step array's error record is checked after the function's dataflow
   block: a failed bounded wait raises an ``AssertionError`` naming the program, the vEU
-  and the step it waited for.
+  and the step it waited for. Where the pass runs on a host with the CUDA device, each
+  program is first checked against the device and its compiled kernel's occupancy
+  (:mod:`~tvm_ios.kernels.residency`); one that cannot be resident keeps its stage's
+  kernels, with a warning naming the numbers.
 """
 from __future__ import annotations
 
@@ -137,6 +140,7 @@ class GPUBackend:
             raise UnsupportedKernel(f"ops {missing[:3]} have no GPU rTasks")
         kernel = build_program(program, ops, self.gpu, self.vdevice, self.target,
                                self.wait_bound)
+        self._check_device(kernel)
         self.kernels.append(kernel)
         args = list(kernel.inputs)
         args += [relax.const(np.asarray(v, "int32")) for v in kernel.tables.values()]
@@ -144,6 +148,21 @@ class GPUBackend:
         call = relax.call_dps_packed(program.name, args,
                                      out_ty=_out_types(kernel.outputs) + [steps])
         return call, list(kernel.outputs), kernel
+
+    def _check_device(self, kernel) -> None:
+        """On a host with the CUDA device: refuse (ResidencyError, with the driver's numbers)
+        a program whose vEUs cannot all be resident there, so its stage keeps its kernels."""
+        if self.kind != "cuda" or not _tvm.device_exists(self.target):
+            return
+        from ..kernels.gpu_build import build_kernels  # noqa: PLC0415
+        from ..kernels.residency import check_program  # noqa: PLC0415
+
+        try:
+            check_program(kernel, build_kernels(kernel.func, self.target).source, self.target)
+        except (RuntimeError, OSError) as err:  # no driver library, no nvcc: launch decides
+            logger.warning("RProgramPass: could not check %s on this GPU (%s); its launch is "
+                           "cooperative, so a grid that cannot be resident fails to launch",
+                           kernel.program.name, err)
 
     def record(self, builder, steps, kernel):
         """Emit (as dataflow outputs) the failure flag and record of ``steps``; the
