@@ -7,10 +7,10 @@ wrapper, which makes the Oclgrind simulator the process's OpenCL platform. Usage
 
 ``DIR/spec.json`` names the source file, the kernels (``zero`` then ``main``), the main
 kernel's parameters in order, the work sizes, the outputs and the launches; ``DIR/inputs.npz``
-holds every parameter's initial array. Launch 0 runs the zero kernel then the main kernel;
-later launches run the main kernel alone on the same buffers (its steps must have been left
-zero). ``DIR/result.npz`` gets each output and ``rp_steps`` after each launch
-(``launch<k>/<name>``).
+holds every parameter's initial array. A launch runs the zero kernel (if ``zero_first`` and
+it is the first) then the main kernel; later launches run the main kernel alone on the same
+buffers (its steps must have been left zero). ``DIR/result.npz`` gets each output and
+``rp_steps`` after each launch (``launch<k>/<name>``) and the launch's seconds.
 """
 import json
 import sys
@@ -38,7 +38,7 @@ def main(folder: str) -> int:
     results = {}
     for launch in range(spec["launches"]):
         start = time.time()
-        if launch == 0:
+        if launch == 0 and spec["zero_first"]:
             zero(queue, (spec["zero_threads"],), (spec["zero_threads"],), bufs["rp_steps"])
         main_kernel(queue, (groups * threads,), (threads,),
                     *[bufs[name] for name in spec["params"]])

@@ -165,8 +165,8 @@ class _Kernel:
         """The last block to finish zeroes the steps (unless an error is recorded)."""
         ws, sync = self.ws, self.sync
         old, v = tirx.Var("done_before", "int32"), tirx.Var("v", "int32")
-        zero = tirx.For(v, i32(0), i32(ws.done + 1), tirx.ForKind.SERIAL,
-                        tirx.BufferStore(self.steps, i32(0), [v]))
+        zero = tirx.For(v, i32(0), i32(ws.done + 1), tirx.ForKind.SERIAL,  # atomic stores:
+                        sync.signal(self.word(v, "w"), i32(0)))  # others polled these words
         clean = seq([sync.poll(self.err, self.word(i32(ws.error))),
                      tirx.IfThenElse(self.err[0] == i32(0), seq([zero, sync.fence()]), None)])
         last = tirx.IfThenElse(old == i32(ws.num_veus - 1), clean, None)

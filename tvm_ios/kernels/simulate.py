@@ -23,6 +23,7 @@ from .cuda_programs import build_program, plan_programs
 from .gpu_build import build_kernels
 from .oclgrind import run_kernel
 from .persistent import ZERO_THREADS
+from .simulator import in_order_slots
 
 __all__ = ["program_arrays", "reference_outputs", "simulate_program", "simulate_regions",
            "simulate_model", "SIM_WAIT_BOUND"]
@@ -80,6 +81,12 @@ def simulate_program(kernel, source: str, *, seed: int = 0, num_threads: int | N
                      launches: int = 2, timeout: float = 3600.0) -> dict:
     """Run the OpenCL ``source`` of ``kernel`` under Oclgrind and check it.
 
+    Parameters
+    ----------
+    num_threads : int, optional
+        Oclgrind's threads; default: as many vEUs as must run at once when work-groups start
+        in index order (:func:`~tvm_ios.kernels.simulator.in_order_slots`), at least 2.
+
     Raises
     ------
     BoundedWaitError
@@ -87,6 +94,8 @@ def simulate_program(kernel, source: str, *, seed: int = 0, num_threads: int | N
     """
     arrays = program_arrays(kernel, seed)
     arrays["rp_config"][0] = wait_bound
+    if num_threads is None:  # enough for in-order dispatch; more only spin on 2 cores
+        num_threads = max(2, in_order_slots(kernel.program))
     outputs = [kernel.tensors[key][0] for key in kernel.outputs]
     program = kernel.program
     run = run_kernel(source, program.name, arrays, outputs, program.num_veus, kernel.threads,
@@ -105,7 +114,7 @@ def simulate_program(kernel, source: str, *, seed: int = 0, num_threads: int | N
             "max_abs_reference": max(float(np.abs(v).max()) for v in reference.values()),
             "steps_zero": [not steps[:kernel.workspace.error].any() for steps in run.steps],
             "errors": run.errors, "errors_capped": run.capped, "messages": run.messages,
-            "seconds": round(run.seconds, 2),
+            "seconds": round(run.seconds, 2), "launch_seconds": run.launch_seconds,
             "simulator_threads": run.num_threads}
 
 
