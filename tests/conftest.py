@@ -20,6 +20,11 @@ def _has_cuda() -> bool:
 
 
 def pytest_configure(config):
+    # TVM's thread pool is sized when first used, and by default pins the process to core 0
+    # with one worker; the CPU vDevice tests need two (programs of 2 vEUs that wait on each
+    # other). Set here for every test, before any creates the pool (tests/passes/
+    # test_rprogram_pass.py selects and checks it with a fixture).
+    os.environ.setdefault("TVM_NUM_THREADS", "2")
     config.addinivalue_line("markers", "slow: full-size models or long builds")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
 

@@ -88,7 +88,7 @@ def test_tables_are_constants_and_steps_a_workspace_per_call():
 def test_programs_with_equal_veu_counts_do_not_share_steps():
     """Two programs of the same vEU count: each call's steps are its own output (the VM
     allocates them per call), never a constant the VM could de-duplicate."""
-    mod, _ = dag_model(3, num_ops=8, channels=16, size=14, p=0.35)
+    mod, _ = dag_model(2, num_ops=8, channels=8, size=8, p=0.35)  # two stages of 6 vEUs
     rewrite = RProgramPass("ios", target=H100)
     new = rewrite(mod)
     counts = [p.num_veus for p in rewrite.programs]
@@ -102,7 +102,7 @@ def test_programs_with_equal_veu_counts_do_not_share_steps():
                     and [int(d) for d in a.ty.shape.values] == [words]]
     zeroing = re.findall(r"void __launch_bounds__\(128\) (\w+_kernel)\(int\* __restrict__ "
                          r"rp_steps_ptr\)", rewrite.backend.source)
-    assert sorted(zeroing) == sorted(f"{p.name}_kernel" for p in rewrite.programs)
+    assert set(zeroing) == {f"{p.name}_kernel" for p in rewrite.programs}
 
 
 def test_bounded_wait_records_are_checked_after_the_dataflow():
@@ -115,14 +115,16 @@ def test_bounded_wait_records_are_checked_after_the_dataflow():
                if getattr(b.value.op, "name", "") == "relax.assert_op"]
     assert len(asserts) == len(rewrite.programs)
     for program, check in zip(rewrite.programs, asserts):
-        assert f"rProgram {program.name}: vEU {{}} waited past its bound" in check.args[2].value
+        assert f"rProgram {program.name}: vEU {{}} waited past its bound" in check.args[1].value
 
 
 def test_llvm_default_and_bad_arguments():
     mod, _ = dag_model(1, num_ops=4)
     before = tvm_ffi.structural_hash(mod["main"])
-    assert RProgramPass("ios").backend.device == "cpu"
-    RProgramPass("ios", cost_model=AnalyticalCostModel("h100"))(mod)
+    default = RProgramPass("ios", cost_model=AnalyticalCostModel("h100"))
+    assert default.backend is None  # the target is the compile target, known when it runs
+    default(mod)
+    assert default.backend.device == "cpu" and default.backend.kind == "llvm"
     assert tvm_ffi.structural_hash(mod["main"]) == before
     with pytest.raises(ValueError, match="num_veus sets the CPU vDevice"):
         RProgramPass("ios", num_veus=4, target=H100)
