@@ -27,6 +27,14 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path: str, what: str) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    logger.info("%s plot written to %s", what, path)
+    return path
+
+
 def plot_schedule(schedule: Schedule, path: str, title: str | None = None) -> str:
     """Draw ``schedule`` to an image file (PNG, SVG or PDF by extension); returns the path.
 
@@ -51,11 +59,7 @@ def plot_schedule(schedule: Schedule, path: str, title: str | None = None) -> st
     ax.invert_yaxis()
     ax.set_title(title or f"{schedule.graph.get('name', '')}: {len(schedule.stages)} stages, "
                  f"{schedule.latency_us:.0f} us ({schedule.params.get('scheduler', '')})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    logger.info("schedule plot written to %s", path)
-    return path
+    return _save(plt, fig, path, "schedule")
 
 
 def plot_rprogram(program, sim, path: str, title: str | None = None) -> str:
@@ -79,8 +83,4 @@ def plot_rprogram(program, sim, path: str, title: str | None = None) -> str:
     ax.invert_yaxis()
     ax.set_title(title or f"{program.name}: {program.num_veus} vEUs, {program.num_tasks} rTasks, "
                  f"{program.num_barriers} barriers, {sim.makespan_us:.1f} us")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    logger.info("rProgram plot written to %s", path)
-    return path
+    return _save(plt, fig, path, "rProgram")

@@ -62,8 +62,9 @@ def test_kernels_compile_within_their_register_budget(programs, arch, tmp_path):
 
 @needs_nvcc
 def test_launch_bounds_really_bind_the_registers(tmp_path):
-    """A program with many vEUs per SM: its budget (32 registers) is below what ptxas gives
-    the same kernel without ``__launch_bounds__``, so the bound, not luck, keeps it in."""
+    """With as many blocks per SM as threads allow, the budget (32 registers) is below what
+    ptxas gives the same kernel without ``__launch_bounds__``: the bound, not luck, keeps the
+    registers in; and the generated source stays within its own budget."""
     mod, _ = dag_model(3, num_ops=8, channels=16, size=14, p=0.35)
     gen = max(cuda_rprograms(mod, {"kind": "cuda", "arch": "sm_80"}, "wavefront"),
               key=lambda g: g.summary["launch_bounds_min_blocks"])
@@ -73,9 +74,12 @@ def test_launch_bounds_really_bind_the_registers(tmp_path):
     threads = gen.summary["threads_per_veu"]
     bounded = f"__launch_bounds__({threads}, {blocks}) {main}("
     assert bounded in gen.source
-    forced = gen.source.replace(bounded, f"__launch_bounds__({threads}, 16) {main}(")
+    a100 = VDEVICES["a100"]
+    most = a100.max_threads_per_sm // threads  # blocks per SM, as many as threads allow
+    forced = gen.source.replace(bounded, f"__launch_bounds__({threads}, {most}) {main}(")
     free = gen.source.replace(bounded, f"__launch_bounds__({threads}) {main}(")
-    tight = register_budget(VDEVICES["a100"], 16 * 108, threads)
+    tight = register_budget(a100, most * a100.sms, threads)
+    assert tight == 32
     assert _ptxas_registers(forced, "sm_80", tmp_path)[main] <= tight
     assert _ptxas_registers(free, "sm_80", tmp_path)[main] > tight  # the bound binds
     assert _ptxas_registers(gen.source, "sm_80", tmp_path)[main] <= budget

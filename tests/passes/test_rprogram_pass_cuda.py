@@ -10,6 +10,7 @@ from tvm import relax
 
 from tvm_ios.bench.artifact import _cuda_sources
 from tvm_ios.cost.analytical import AnalyticalCostModel
+from tvm_ios.kernels.gpu_build import device_sources
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import compare_modules
 from tvm_ios.testing import dag_model
@@ -157,13 +158,7 @@ def test_opencl_backend_builds_a_module_tvm_compiles():
     assert rewrite.programs and rewrite.vdevice.name == "opencl"
     assert sorted(_packed_calls(new["main"])) == sorted(p.name for p in rewrite.programs)
     executable = tvm.compile(new, target=tvm.target.Target("opencl"))
-    sources, queue = [], [executable.mod]
-    while queue:
-        module = queue.pop(0)
-        if module.kind == "opencl":
-            sources.append(module.inspect_source(""))
-        queue.extend(module.imports)
-    ours = [s for s in sources if "rp_offsets" in s]
+    ours = [s for s in device_sources(executable.mod, "opencl") if "rp_offsets" in s]
     assert len(ours) == 1 and "barrier(3)" in ours[0] and "__local float rp_smem" in ours[0]
 
 

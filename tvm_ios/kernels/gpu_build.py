@@ -17,7 +17,7 @@ import tvm
 from .. import _tvm
 from .tir_pipeline import build_merged
 
-__all__ = ["GPUModule", "build_kernels", "device_source", "kernel_signatures",
+__all__ = ["GPUModule", "build_kernels", "device_source", "device_sources", "kernel_signatures",
            "persistent_kernel"]
 
 logger = logging.getLogger(__name__)
@@ -34,13 +34,25 @@ class GPUModule:
     kind: str
 
 
+def device_sources(module, kind: str) -> list[str]:
+    """Sources of the ``kind`` modules (``cuda``, ``opencl``) in ``module`` and everything it
+    imports, breadth first (a library's own kernels before its external modules)."""
+    found, queue = [], [module]
+    while queue:
+        module = queue.pop(0)
+        if module.kind == kind:
+            found.append(module.inspect_source(""))
+        queue.extend(module.imports)
+    return found
+
+
 def device_source(lib, kind: str) -> str:
     """The ``kind`` (``cuda`` or ``opencl``) source of the device module ``lib`` imports."""
-    found = [m for m in lib.imports if m.kind == kind]
+    found = device_sources(lib, kind)
     if not found:
         raise RuntimeError(f"the built module holds no {kind} module (imports: "
                            f"{[m.kind for m in lib.imports]})")
-    return found[0].inspect_source()
+    return found[0]
 
 
 def build_kernels(funcs, target) -> GPUModule:
