@@ -117,6 +117,8 @@ def test_bounded_wait_records_are_checked_after_the_dataflow():
     assert len(asserts) == len(rewrite.programs)
     for program, check in zip(rewrite.programs, asserts):
         assert f"rProgram {program.name}: vEU {{}} waited past its bound" in check.args[1].value
+    unchecked = RProgramPass("ios", target=H100, check_waits=False)(mod)
+    assert isinstance(unchecked["main"].body.blocks[-1], relax.DataflowBlock)
 
 
 def test_llvm_default_and_bad_arguments():

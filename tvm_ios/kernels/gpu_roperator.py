@@ -10,10 +10,11 @@ the threads of one rTask, the merged buffer its shared memory.
 Kernels are lowered with a warp size of one (``thread_warp_size=1``), so cross-thread
 reductions go through shared memory rather than warp shuffles: the same TIR renders for
 CUDA and for OpenCL (which has no portable shuffle), and an rTask's threads need not fill
-whole warps. They are scheduled for at most :data:`RTASK_MAX_THREADS` threads. :meth:`GPUROperator.task_body` substitutes ``blockIdx`` by an rTask index and
-``threadIdx`` by the vEU's 1-D thread index; an rTask on fewer threads than its vEU is
-masked so that every thread still reaches each of its barriers
-(:func:`~tvm_ios.kernels.rtask_mask.mask_rtask`).
+whole warps. They are scheduled for at most :data:`RTASK_MAX_THREADS` threads.
+:meth:`GPUROperator.task_body` substitutes ``blockIdx`` by an rTask index and ``threadIdx``
+by the vEU's 1-D thread index; an rTask on fewer threads than its vEU is masked so that
+every thread still reaches each of its barriers (:func:`~tvm_ios.kernels.rtask_mask.
+mask_rtask`).
 """
 from __future__ import annotations
 
