@@ -9,10 +9,10 @@ import tvm_ffi
 from tvm import relax
 
 from tvm_ios.bench.artifact import _cuda_sources
+from tvm_ios import _tvm
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.kernels.gpu_build import device_sources
 from tvm_ios.passes.rprogram_pass import RProgramPass
-from tvm_ios.runtime.compare import compare_modules
 from tvm_ios.testing import dag_model
 
 H100 = "nvidia/nvidia-h100"
@@ -178,23 +178,47 @@ def test_zoo_model_compiles_for_h100(name, size, least):
     _check_compiled(new, rewrite)
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("policy", ["ios", "wavefront"])
-def test_dag_rewrite_matches_original_on_gpu(policy):
-    mod, params = dag_model(3, num_ops=8, channels=16, size=14, p=0.35)
-    new = RProgramPass(policy, target=H100)(mod)
-    result = compare_modules(mod, new, params, target=H100)
-    assert result.max_abs_diff <= 1e-4 * max(1.0, result.max_abs_value)
+@pytest.fixture
+def gpu_target():
+    """The CUDA target of this host's GPU (its own architecture, one of the presets)."""
+    from tvm_ios.kernels.vdevice import ARCH_PRESETS
+
+    arch = "sm_" + str(tvm.cuda(0).compute_version).replace(".", "")
+    if arch not in ARCH_PRESETS:
+        pytest.skip(f"this GPU is {arch}; the rProgram presets are {sorted(ARCH_PRESETS)}")
+    return tvm.target.Target({"kind": "cuda", "arch": arch})
 
 
-@pytest.mark.gpu
-def test_inception_v3_matches_original_on_gpu():
+def _gpu_model(name):
+    if name.startswith("dag"):
+        return dag_model(3, num_ops=8, channels=16, size=14, p=0.35)
     from tvm_ios import models
 
-    mod, params = models.get("inception_v3", image_size=75)
-    new = RProgramPass("ios", target=H100)(mod)
-    result = compare_modules(mod, new, params, target=H100)
-    assert result.max_abs_diff <= 1e-3 * max(1.0, result.max_abs_value)
+    model, size = name.split(":")
+    return models.get(model, image_size=int(size))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,policy", [("dag", "ios"), ("dag", "wavefront"),
+                                         ("squeezenet:64", "ios"), ("inception_v3:75", "ios"),
+                                         ("squeezenet:64", "wavefront")])
+def test_gpu_rewrite_matches_the_llvm_reference(gpu_target, name, policy):
+    """The GPU tier: each CUDA rewrite, run on this GPU, against TVM's llvm build of the
+    original (``pytest -m gpu -rA`` lists which ran)."""
+    from tvm_ios.runtime.compare import build, random_inputs, run
+
+    mod, params = _gpu_model(name)
+    rewrite = RProgramPass(policy, target=gpu_target)
+    new = rewrite(mod)
+    assert rewrite.programs
+    inputs = random_inputs(_tvm.bind_params(mod, params), seed=0)
+    reference = run(build(mod, "llvm", params), inputs)
+    outputs = run(build(new, gpu_target, params), inputs, tvm.cuda(0))
+    reference = reference if isinstance(reference, list) else [reference]
+    outputs = outputs if isinstance(outputs, list) else [outputs]
+    scale = max(1.0, max(float(abs(r).max()) for r in reference))
+    for ref, out in zip(reference, outputs):
+        assert abs(out - ref).max() <= 1e-3 * scale
 
 
 def test_one_pass_object_rewrites_two_modules():
