@@ -9,7 +9,9 @@ ONNX = ["onnx>=1.15"]
 TORCH = "torch==2.13.0"
 #: tests/test_tutorials.py runs the notebooks in a Jupyter kernel.
 NOTEBOOKS = ["nbclient>=0.10", "nbformat>=5.9", "ipykernel>=6.29"]
-TEST = ["pytest>=7", "pytest-xdist>=3"] + ONNX + TUNE + PLOT + NOTEBOOKS
+#: The persistent-kernel tests run the OpenCL kernels under the Oclgrind simulator (apt oclgrind).
+OPENCL = ["pyopencl>=2024.1"]
+TEST = ["pytest>=7", "pytest-xdist>=3"] + ONNX + TUNE + PLOT + NOTEBOOKS + OPENCL
 
 setup(
     name="tvm-ios",

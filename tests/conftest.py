@@ -23,6 +23,11 @@ def _has_cuda() -> bool:
 
 
 def pytest_configure(config):
+    # TVM's thread pool is sized when first used, and by default pins the process to core 0
+    # with one worker; the CPU vDevice tests need two (programs of 2 vEUs that wait on each
+    # other). Set here for every test, before any creates the pool (tests/passes/
+    # test_rprogram_pass.py selects and checks it with a fixture).
+    os.environ.setdefault("TVM_NUM_THREADS", "2")
     config.addinivalue_line("markers", "slow: full-size models or long builds")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
     config.addinivalue_line("markers", "torch: needs PyTorch (pip install -e '.[test,torch]')")
@@ -38,6 +43,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def oclgrind():
+    """Skip, with the reason, where the Oclgrind OpenCL simulator (or pyopencl) is missing;
+    fail instead where ``TVM_IOS_REQUIRE_OCLGRIND=1`` (CI sets it), so that the simulator
+    tests never vanish silently."""
+    from tvm_ios.kernels.oclgrind import REQUIRE_ENV, oclgrind_missing
+
+    missing = oclgrind_missing()
+    if missing and os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{REQUIRE_ENV}=1 but {missing}")
+    if missing:
+        pytest.skip(missing)
 
 
 def conv_block(bb, inp, out_ch, kernel, padding, name, rng, relu=True):

@@ -246,3 +246,17 @@ def load_module(path: str):
 def current_target() -> Target | None:
     """The target of the enclosing ``with target:`` (``tvm.compile`` enters one), or None."""
     return Target.current(allow_none=True)
+
+
+def structural_map(node: Any, hooks) -> Any:
+    """``node`` rebuilt bottom-up with ``(type, function)`` rewrite hooks
+    (``tvm_ffi.structural_map``; TVM 0.27 has no ``stmt_functor``)."""
+    return __getattr__("tvm_ffi").structural_map(node, hooks)
+
+
+def compile_cuda(source: str, target, target_format: str = "cubin") -> bytes:
+    """CUDA source compiled by nvcc for ``target``'s arch (``tvm.support.nvcc``)."""
+    from tvm.support import nvcc  # noqa: PLC0415
+
+    with make_target(target):
+        return bytes(nvcc.compile_cuda(source, target_format=target_format, compiler="nvcc"))

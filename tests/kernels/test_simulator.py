@@ -47,3 +47,24 @@ def test_transitive_happens_before_counts():
     p.wait(2, [(1, 1)])
     p.append(RTask("c", duration_us=1.0), 2)
     assert check_dependencies(p, [("a", "c")]) == 1
+
+
+def test_in_order_slots_counts_the_veus_that_must_run_at_once():
+    from tvm_ios.kernels.simulator import in_order_slots
+
+    free = RProgram(4)
+    for v in range(4):
+        free.append(RTask("a", v), v)
+    assert in_order_slots(free) == 1  # no waits: one at a time finishes
+    forward = RProgram(3)
+    forward.append(RTask("a", 0), 0)
+    forward.wait(1, [(0, 0)])
+    forward.wait(2, [(1, 0)])
+    assert in_order_slots(forward) == 1  # waits only on vEUs started before
+    backward = RProgram(3)
+    backward.append(RTask("a", 0), 2)
+    backward.wait(0, [(2, 0)])  # vEUs 0 and 1 wait for vEU 2: all three must run at once
+    backward.wait(1, [(2, 0)])
+    assert in_order_slots(backward) == 3
+    backward.prog[1].clear()  # vEU 1 done at once: its slot goes to vEU 2
+    assert in_order_slots(backward) == 2

@@ -1,18 +1,29 @@
 """RProgramPass on llvm: rewritten modules match the original build on random inputs."""
-import os
-
-os.environ.setdefault("TVM_NUM_THREADS", "4")  # before TVM creates its pool: 2+ vEUs
-
-import pytest  # noqa: E402
+import pytest
 import tvm
 
+from tvm_ios import _tvm
 from tvm_ios.cost.analytical import AnalyticalCostModel
+from tvm_ios.kernels.bounded_wait import BoundedWaitError
+from tvm_ios.kernels.rprogram import RTask
 from tvm_ios.kernels.simulator import simulate
 from tvm_ios.kernels.vdevice import pool_threads
 from tvm_ios.passes.ios_pass import IOSPass
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import build, compare_modules, random_inputs, run
 from tvm_ios.testing import dag_model
+
+
+@pytest.fixture(autouse=True)
+def two_workers():
+    """Two workers in TVM's thread pool for each test (programs of 2 vEUs and step waits),
+    as many as the pool allows (its size at creation: the cores or TVM_NUM_THREADS),
+    restored after."""
+    before = pool_threads()
+    _tvm.config_threads(2)
+    assert pool_threads() == 2
+    yield
+    _tvm.config_threads(before)
 
 
 def _calls_to(mod, prefix):
@@ -39,9 +50,8 @@ def test_wavefront_policy_with_barriers_matches_original(seed):
     mod, params = dag_model(seed, num_ops=10, p=0.3, max_fanin=1)
     rewrite = RProgramPass("wavefront")
     new = rewrite(mod)
-    assert rewrite.programs
-    if pool_threads() > 1:
-        assert any(p.num_barriers for p in rewrite.programs)
+    assert rewrite.programs and pool_threads() == 2
+    assert any(p.num_barriers for p in rewrite.programs)
     result = compare_modules(mod, new, params)
     assert result.max_abs_diff <= 1e-5 * max(1.0, result.max_abs_value)
 
@@ -82,9 +92,9 @@ def test_kernel_prologue_and_barriers_in_tir():
     assert funcs
     text = funcs[0].script()
     assert "T.parallel" in text and "rprogram_steps" in text
-    if any(p.num_barriers for p in rewrite.programs):
-        assert "llvm.x86.sse2.mfence" in text and "volatile_scope" in text
-        assert tvm.compile(new, "llvm") is not None
+    assert any(p.num_barriers for p in rewrite.programs)
+    assert "llvm.x86.sse2.mfence" in text and "volatile_scope" in text
+    assert tvm.compile(new, "llvm") is not None
 
 
 def test_kernel_refuses_a_thread_pool_smaller_than_its_veus():
@@ -92,18 +102,63 @@ def test_kernel_refuses_a_thread_pool_smaller_than_its_veus():
     rewrite = RProgramPass("wavefront")
     new = rewrite(mod)
     veus = max(p.num_veus for p in rewrite.programs)
-    if veus < 2:
-        pytest.skip("thread pool has one worker here: nothing to refuse")
+    assert veus >= 2
     exe = build(new, "llvm", params)
-    config = tvm.get_global_func("runtime.config_threadpool")
-    before = pool_threads()
-    config(0, 1)
-    try:
-        with pytest.raises(Exception, match=f"needs {veus} resident vEUs"):
-            run(exe, random_inputs(mod))
-    finally:
-        config(0, before)
-    assert pool_threads() == before
+    _tvm.config_threads(1)
+    with pytest.raises(Exception, match=f"needs {veus} resident vEUs"):
+        run(exe, random_inputs(mod))
+
+
+def _with_wait(monkeypatch, waits):
+    """Make the pass plan programs whose vEU 1, after all its rTasks, waits for ``waits``
+    (vEU, step): nothing waits for vEU 1 then, so only its own wait can fail."""
+    import tvm_ios.passes.rprogram_pass as rprogram_pass
+
+    plan = rprogram_pass.plan_regions
+
+    def planned(*args, **kwargs):
+        schedule, items = plan(*args, **kwargs)
+        for item in items:
+            if item[0] == "region" and item[2].num_veus > 1:
+                item[2].prog[1].append(RTask(kind="barrier", waits=waits))
+        return schedule, items
+    monkeypatch.setattr(rprogram_pass, "plan_regions", planned)
+
+
+def test_a_wait_that_is_never_met_ends_with_the_bounded_wait_error(monkeypatch):
+    mod, params = dag_model(1, num_ops=10, p=0.3, max_fanin=1)
+    _with_wait(monkeypatch, ((0, 99),))  # vEU 0 never reaches step 99
+    rewrite = RProgramPass("wavefront", wait_bound=2_000_000)
+    exe = build(rewrite(mod), "llvm", params)
+    name = next(p.name for p in rewrite.programs if p.num_veus > 1)
+    with pytest.raises(BoundedWaitError, match=rf"rProgram {name}: vEU 1 waited past its "
+                                               r"bound \(2000000 polls\) for vEU 0 to reach "
+                                               r"step 99"):
+        run(exe, random_inputs(mod))
+
+
+def test_programs_keep_their_own_step_workspace():
+    """Each program's steps are allocated by its own PrimFunc (a per-call workspace), not
+    passed in, so programs of equal vEU counts cannot share them; running twice matches."""
+    mod, params = dag_model(3, num_ops=10, p=0.35)
+    rewrite = RProgramPass("wavefront", max_ops=3)
+    new = rewrite(mod)
+    funcs = {gv.name_hint: f for gv, f in new.functions.items()
+             if gv.name_hint.startswith("main_wave")}
+    counts = [p.num_veus for p in rewrite.programs]
+    assert len(funcs) >= 2 and len(set(counts)) < len(counts)  # equal vEU counts
+    for func in funcs.values():
+        assert "rprogram_steps" not in [p.name for p in func.params]
+        assert "rprogram_steps = T.alloc_buffer(" in func.script() or \
+            "rprogram_steps = T.sblock_alloc_buffer(" in func.script()
+    exe = build(new, "llvm", params)
+    inputs = random_inputs(mod)
+    first, second = run(exe, inputs), run(exe, inputs)
+    for a, b in zip(first if isinstance(first, list) else [first],
+                    second if isinstance(second, list) else [second]):
+        assert (a == b).all()
+    result = compare_modules(mod, new, params)
+    assert result.max_abs_diff <= 1e-5 * max(1.0, result.max_abs_value)
 
 
 @pytest.mark.slow

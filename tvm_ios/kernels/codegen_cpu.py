@@ -5,11 +5,16 @@ iteration per worker as long as there are no more vEUs than workers, which the c
 the kernel's prologue check). A vEU runs its rTasks in order: a compute rTask is the
 inlined body of TVM's own kernel(s) of the op; a barrier-rTask polls the step array.
 
-The step array lives in the kernel's workspace and is zeroed in the kernel's prologue, so
-no host reset is needed between runs. A vEU signals ``step[v] = k + 1`` after entry ``k``
-with a full fence before a volatile store (release); a waiter spins on a volatile load with
-a pause hint and fences after it (acquire). The fences are ``mfence`` on x86-64 (the only
-CPU this backend emits code for; others are refused with a clear error).
+The step array lives in the kernel's workspace (each call allocates its own) and is zeroed
+in the kernel's prologue, so no host reset is needed between runs. A vEU signals
+``step[v] = k + 1`` after entry ``k`` with a full fence before a volatile store (release); a
+waiter spins on a volatile load with a pause hint and fences after it (acquire). The fences
+are ``mfence`` on x86-64 (the only CPU this backend emits code for; others are refused with
+a clear error). A wait is bounded (:mod:`~tvm_ios.kernels.bounded_wait`): past ``wait_bound``
+polls the vEU records which wait failed in the workspace's last word and skips the rest of
+its entries, the other vEUs stop at their next entry or poll, and after the parallel loop
+the kernel raises :class:`~tvm_ios.kernels.bounded_wait.BoundedWaitError` naming the
+program, the vEU and the step it waited for.
 """
 from __future__ import annotations
 
@@ -19,7 +24,10 @@ import platform
 import tvm
 
 from .._tvm import s_tir, tirx
+from .bounded_wait import DEFAULT_WAIT_BOUND, wait_message
 from .rprogram import RProgram
+from .tir_util import i32 as _i32
+from .tir_util import seq as _seq
 from .tvm_kernels import inline_body, tensor_buffer
 
 __all__ = ["build_cpu_primfunc", "CPUBackendError"]
@@ -34,44 +42,66 @@ class CPUBackendError(ValueError):
     """The CPU vDevice backend cannot emit this rProgram here."""
 
 
-def _i32(value: int):
-    return tirx.IntImm("int32", int(value))
-
-
-def _seq(stmts: list):
-    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
-
-
 def _intrin(name: str):
     return tirx.Evaluate(tirx.call_llvm_intrin("void", name))
 
 
 class _Barriers:
-    """Step-array signalling with release/acquire ordering built from fences."""
+    """Step-array signalling with release/acquire ordering built from fences, and bounded
+    waits: word ``num_veus`` of the array records the first wait that passed its bound."""
 
-    def __init__(self, num_veus: int):
-        self.steps = tirx.decl_buffer((num_veus,), "int32", "rprogram_steps")
+    def __init__(self, num_veus: int, wait_bound: int = DEFAULT_WAIT_BOUND):
+        self.num_veus, self.bound = num_veus, wait_bound
+        self.steps = tirx.decl_buffer((num_veus + 1,), "int32", "rprogram_steps")
+        self.sites: list[tuple[int, int, int]] = []  # (waiting vEU, awaited vEU, step)
 
     def _volatile(self, stmt):
         return tirx.AttrStmt(self.steps.data, "volatile_scope", _i32(1), stmt)
+
+    def _load(self, index: int):
+        return tirx.BufferLoad(self.steps, [_i32(index)])
+
+    def ok(self):
+        """No wait has failed (a volatile read of the record)."""
+        return self._load(self.num_veus) == _i32(0)
 
     def signal(self, veu: int, value: int):
         store = tirx.BufferStore(self.steps, _i32(value), [_i32(veu)])
         return tirx.SeqStmt([_intrin(FENCE), self._volatile(store)])
 
-    def wait(self, veu: int, value: int):
-        load = tirx.BufferLoad(self.steps, [_i32(veu)])
-        spin = tirx.While(load < _i32(value), _intrin(PAUSE))
-        return tirx.SeqStmt([self._volatile(spin), _intrin(FENCE)])
+    def wait(self, veu: int, awaited: int, value: int, polls):
+        """Poll ``step[awaited] >= value`` at most ``wait_bound`` times (counting in the
+        vEU's local ``polls``); record a failure."""
+        self.sites.append((veu, awaited, value))
+        pending = tirx.all(self._load(awaited) < _i32(value), self.ok())
+        spin = tirx.While(tirx.all(pending, polls[0] < _i32(self.bound)), _seq([
+            _intrin(PAUSE), tirx.BufferStore(polls, polls[0] + _i32(1), [_i32(0)])]))
+        record = tirx.BufferStore(self.steps, _i32(len(self.sites)), [_i32(self.num_veus)])
+        return tirx.SeqStmt([tirx.BufferStore(polls, _i32(0), [_i32(0)]),
+                             self._volatile(spin),
+                             self._volatile(tirx.IfThenElse(pending, record, None)),
+                             _intrin(FENCE)])
 
-    def reset(self, num_veus: int):
+    def guard(self, stmt):
+        """``stmt`` unless a wait has failed (then the vEU skips it)."""
+        return self._volatile(tirx.IfThenElse(self.ok(), stmt, None))
+
+    def reset(self):
         k = tirx.Var("k", "int32")
         store = tirx.BufferStore(self.steps, _i32(0), [k])
-        return tirx.For(k, _i32(0), _i32(num_veus), tirx.ForKind.SERIAL, store)
+        return tirx.For(k, _i32(0), _i32(self.num_veus + 1), tirx.ForKind.SERIAL, store)
+
+    def report(self, program: str):
+        """After the vEUs: raise :class:`BoundedWaitError` naming the failed wait."""
+        failed = self._load(self.num_veus)
+        return [tirx.AssertStmt(failed != _i32(i + 1), tvm.ir.expr.StringImm("BoundedWaitError"),
+                                [tvm.ir.expr.StringImm(wait_message(program, *site, self.bound))])
+                for i, site in enumerate(self.sites)]
 
 
 def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
-                       inputs: list, outputs: list) -> tirx.PrimFunc:
+                       inputs: list, outputs: list,
+                       wait_bound: int = DEFAULT_WAIT_BOUND) -> tirx.PrimFunc:
     """The PrimFunc running ``program`` on the CPU thread pool.
 
     Parameters
@@ -84,6 +114,8 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
         Tensor key (Relax Var or Constant) -> ``(name, shape, dtype)``.
     inputs, outputs : list
         Tensor keys of the parameters, in call_tir order (inputs then outputs).
+    wait_bound : int
+        Polls of one awaited step before the vEU gives up (BoundedWaitError).
     """
     if platform.machine().lower() not in ("x86_64", "amd64"):
         raise CPUBackendError(f"the CPU vDevice emits x86-64 fences; this machine is "
@@ -91,9 +123,9 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
     buffers = {key: tensor_buffer(shape, dtype, name)
                for key, (name, shape, dtype) in tensors.items()}
     params = [buffers[k] for k in list(inputs) + list(outputs)]
-    scratch = [b for k, b in buffers.items() if all(not k.same_as(p) for p in
-                                                    list(inputs) + list(outputs))]
-    barriers = _Barriers(program.num_veus)
+    passed = set(inputs) | set(outputs)
+    scratch = [b for k, b in buffers.items() if k not in passed]
+    barriers = _Barriers(program.num_veus, wait_bound)
     awaited = {(u, s) for tasks in program.prog for t in tasks for u, s in t.waits}
     veu = tirx.Var("veu", "int32")
     branches = []
@@ -104,8 +136,8 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
     loop = tirx.For(veu, _i32(0), _i32(program.num_veus), tirx.ForKind.PARALLEL,
                     _seq(branches))
     root = s_tir.SBlock([], [], [], "root",
-                        tirx.SeqStmt([_pool_guard(program), barriers.reset(program.num_veus),
-                                      loop]),
+                        tirx.SeqStmt([_pool_guard(program), barriers.reset(), loop,
+                                      *barriers.report(program.name)]),
                         alloc_buffers=[barriers.steps] + scratch)
     func = tirx.PrimFunc(params, s_tir.SBlockRealize([], True, root))
     return func.with_attr("tirx.noalias", True).with_attr("tvm_ios.rprogram", program.name)
@@ -128,22 +160,25 @@ def _pool_guard(program: RProgram):
 
 
 def _veu_body(v, tasks, steps_of, buffers, barriers, awaited) -> list:
+    """vEU ``v``'s entries, each skipped once a wait has failed anywhere."""
+    polls = tirx.decl_buffer((1,), "int32", f"polls_{v}", scope="local")
     body = []
     for k, task in enumerate(tasks):
         if task.kind == "barrier":
-            body.extend(barriers.wait(u, s) for u, s in task.waits)
+            entry = [barriers.wait(v, u, s, polls) for u, s in task.waits]
         else:
-            for step in steps_of[task.op]:
-                args = [buffers[_key(buffers, a)] for a in list(step.inputs) + [step.output]]
-                body.append(inline_body(step.func, args))
+            entry = [inline_body(step.func, [_buffer(buffers, a) for a in
+                                             list(step.inputs) + [step.output]])
+                     for step in steps_of[task.op]]
         if (v, k + 1) in awaited:
-            body.append(barriers.signal(v, k + 1))
-    return body
+            entry.append(barriers.signal(v, k + 1))
+        body.append(barriers.guard(_seq(entry)))
+    waits = any(task.kind == "barrier" for task in tasks)
+    return [tirx.AllocBuffer(polls)] + body if waits else body
 
 
-def _key(buffers: dict, expr):
-    for key in buffers:
-        if key.same_as(expr):
-            return key
-    raise CPUBackendError(f"rTask reads a tensor the rProgram function does not hold: "
-                          f"{expr}")
+def _buffer(buffers: dict, expr):
+    if expr not in buffers:
+        raise CPUBackendError(f"rTask reads a tensor the rProgram function does not hold: "
+                              f"{expr}")
+    return buffers[expr]

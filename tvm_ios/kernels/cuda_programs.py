@@ -1,12 +1,12 @@
-"""Plan and generate the CUDA rProgram kernels of a Relax model (no GPU needed).
+"""Plan and generate the persistent rProgram kernels of a Relax model for a GPU target.
 
 Every op (and glue op) is lowered by TVM and scheduled for the GPU by dlight
 (:func:`~tvm_ios.kernels.gpu_roperator.gpu_roperator`); its grid, block and shared memory
 make its rKernel. An op TVM cannot schedule for the GPU, or whose kernel cannot become an
 rTask, keeps its own kernel with a warning. A policy plans rPrograms on the target's
-vDevice; each becomes one persistent kernel (:mod:`tvm_ios.kernels.codegen_cuda`) whose
-CUDA source and summary are returned. rTask times are analytical estimates: nothing here is
-measured on a GPU.
+vDevice; each becomes one persistent kernel (:mod:`tvm_ios.kernels.persistent`) rendered
+for the target (CUDA or OpenCL; the same TIR, :mod:`tvm_ios.kernels.sync`). No GPU is
+needed; rTask times are analytical estimates: nothing here is measured on a GPU.
 """
 from __future__ import annotations
 
@@ -19,25 +19,30 @@ from tvm import relax
 from .. import _tvm
 from ..cost.devices import get_device
 from ..graph.extract import extract
-from .codegen_cuda import build_cuda_primfunc, cuda_source, register_budget
+from .gpu_build import build_kernels
 from .gpu_roperator import gpu_roperator
+from .bounded_wait import DEFAULT_WAIT_BOUND
+from .persistent import Workspace, build_persistent_primfunc
 from .regions import augment, plan_regions
 from .roperator import RKernel, ROperator
+from .sync import sync_for
 from .tvm_kernels import UnsupportedKernel, lower_bindings
-from .vdevice import target_vdevice
+from .vdevice import register_budget, target_vdevice
 
-__all__ = ["CudaProgram", "CudaKernel", "cuda_rprograms", "plan_gpu_ops", "build_program"]
+__all__ = ["GPUProgram", "PersistentKernel", "gpu_rprograms", "cuda_rprograms",
+           "plan_gpu_ops", "plan_programs", "build_program"]
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class CudaProgram:
-    """One generated rProgram kernel: the plan, its CUDA source and a summary."""
+class GPUProgram:
+    """One generated rProgram kernel: the plan, its device source, a summary, the kernel."""
 
     program: object
     source: str
     summary: dict = field(default_factory=dict)
+    kernel: object = None
 
 
 def _task_us(node, num_tasks: int, device) -> float:
@@ -58,7 +63,7 @@ def plan_gpu_ops(graph, members, bindings, target) -> tuple[dict, dict]:
     members : dict
         Node name -> indices of its bindings in ``bindings``.
     target : Target
-        A CUDA target.
+        A GPU target (CUDA or OpenCL).
 
     Returns
     -------
@@ -66,7 +71,7 @@ def plan_gpu_ops(graph, members, bindings, target) -> tuple[dict, dict]:
         Node name -> ``(GPUROperator, KernelStep)`` for the nodes that can be rTasks, and an
         rOperator for every node (a placeholder for the others).
     """
-    device = get_device("a100" if target_vdevice(target).name == "a100" else "h100")
+    device = get_device(target_vdevice(target).cost_device)
     gpu, rops = {}, {}
     for node in graph.nodes:
         unit = [bindings[i] for i in members[node.name]]
@@ -93,19 +98,14 @@ def _placeholder(node):
     return RKernel("own-kernel", 1, 32, 1.0)
 
 
-def cuda_rprograms(mod, target, policy: str = "ios", schedule=None, func_name: str = "main",
-                   num_veus: int | None = None) -> list[CudaProgram]:
-    """CUDA kernels of the rPrograms of ``mod[func_name]`` for ``target``.
+def plan_programs(mod, target, policy: str = "ios", schedule=None, func_name: str = "main"):
+    """Plan the rPrograms of ``mod[func_name]`` for a GPU target.
 
-    Parameters
-    ----------
-    mod : IRModule
-        The model (weights bound as constants or not).
-    target : str, dict or Target
-        A CUDA target, e.g. ``"nvidia/nvidia-h100"`` (sm_90a) or ``{"kind": "cuda",
-        "arch": "sm_80"}``.
-    policy : {"ios", "wavefront"}
-        rProgram policy; ``schedule`` (of the extracted graph) is required for ``"ios"``.
+    Returns
+    -------
+    (list, dict, VDevice)
+        ``(ops, program)`` per planned region, the GPU rOperators of the ops
+        (:func:`plan_gpu_ops`) and the target's vDevice.
     """
     target = _tvm.make_target(target)
     vdevice = target_vdevice(target)
@@ -114,23 +114,43 @@ def cuda_rprograms(mod, target, policy: str = "ios", schedule=None, func_name: s
     bindings = list(ext.func.body.blocks[ext.block_index].bindings)
     gpu, rops = plan_gpu_ops(graph, members, bindings, target)
     _, items = plan_regions(ext.graph, graph, rops, vdevice, policy, schedule, func_name)
+    return [(item[1], item[2]) for item in items if item[0] == "region"], gpu, vdevice
+
+
+def gpu_rprograms(mod, target, policy: str = "ios", schedule=None, func_name: str = "main",
+                  wait_bound: int = DEFAULT_WAIT_BOUND) -> list[GPUProgram]:
+    """The persistent kernels of the rPrograms of ``mod[func_name]`` for ``target``.
+
+    Parameters
+    ----------
+    mod : IRModule
+        The model (weights bound as constants or not).
+    target : str, dict or Target
+        A CUDA target, e.g. ``"nvidia/nvidia-h100"`` (sm_90a) or ``{"kind": "cuda",
+        "arch": "sm_80"}``, or an OpenCL target.
+    policy : {"ios", "wavefront"}
+        rProgram policy; ``schedule`` (of the extracted graph) is required for ``"ios"``.
+    """
+    target = _tvm.make_target(target)
+    regions, gpu, vdevice = plan_programs(mod, target, policy, schedule, func_name)
     out = []
-    for item in items:
-        if item[0] != "region":
-            continue
-        kernel = build_program(item[2], item[1], gpu, vdevice)
-        source, _ = cuda_source(kernel.func, target)
-        out.append(CudaProgram(item[2], source, kernel.summary(target)))
+    for ops, program in regions:
+        kernel = build_program(program, ops, gpu, vdevice, target, wait_bound)
+        built = build_kernels(kernel.func, target)
+        out.append(GPUProgram(program, built.source, kernel.summary(target), kernel))
     return out
 
 
+cuda_rprograms = gpu_rprograms  # the name before OpenCL
+
+
 @dataclass
-class CudaKernel:
+class PersistentKernel:
     """The persistent-kernel PrimFunc of one rProgram and what a caller passes to it.
 
-    Its parameters are ``inputs``, then the int32 ``tables`` (in order), then the step
-    array (``steps_words`` int32, zero on the first launch; the kernel resets it), then
-    ``outputs``: destination-passing style, so it can be called with ``call_dps_packed``.
+    Its parameters are ``inputs``, then the int32 ``tables`` (in order), then ``outputs``,
+    then the step workspace (``workspace.words`` int32, any content: the function zeroes it
+    before the kernel runs): destination-passing style, for ``call_dps_packed``.
     """
 
     program: object
@@ -140,44 +160,60 @@ class CudaKernel:
     outputs: list  # the Relax Vars the ops write, in the program's op order
     rops: dict
     vdevice: object
+    sync: object = None
+    tensors: dict = field(default_factory=dict)  # tensor key -> (name, shape, dtype)
+    steps: dict = field(default_factory=dict)    # op name -> its KernelStep
 
     @property
-    def steps_words(self) -> int:
-        """Length of the step array: one step per vEU and the done counter."""
-        return self.program.num_veus + 1
+    def workspace(self) -> Workspace:
+        """Word layout of the step workspace."""
+        return Workspace(self.program.num_veus)
+
+    @property
+    def threads(self) -> int:
+        """Threads of one vEU: those of the program's largest rTask."""
+        return max(r.threads for r in self.rops.values())
 
     def summary(self, target) -> dict:
         """vEUs, threads, rTasks, barriers, shared memory and registers of the kernel."""
-        program, rops, vdevice = self.program, self.rops, self.vdevice
-        threads = max(r.threads for r in rops.values())
+        program, rops, vdevice, threads = self.program, self.rops, self.vdevice, self.threads
         smem = max(r.smem_bytes for r in rops.values())
-        return {"name": program.name, "vdevice": vdevice.name,
+        return {"name": program.name, "vdevice": vdevice.name, "target": target.kind.name,
                 "arch": str(target.attrs.get("arch", "")), "veus": program.num_veus,
                 "threads_per_veu": threads, "rtasks": program.num_tasks,
                 "barriers": program.num_barriers, "dynamic_shared_bytes": smem,
                 "ops": list(program.ops), "table_words": sum(len(v) for v in
                                                               self.tables.values()),
-                "named_barrier_ops": sorted(op for op, r in rops.items() if r.threads < threads),
+                "workspace_words": self.workspace.words,
+                "wait_bound": self.tables["config"][0],
+                "masked_ops": sorted(op for op, r in rops.items() if r.threads < threads),
                 "rtask_times": "analytical estimates (no GPU measurement)",
                 "max_resident_veus": vdevice.max_veus(threads, 32, smem),
+                "launch_bounds_min_blocks": -(-program.num_veus // vdevice.sms),
                 "largest_grid": max(math.prod(r.grid) for r in rops.values()),
                 "max_registers_per_thread": register_budget(vdevice, program.num_veus,
                                                             threads)}
 
 
-def build_program(program, ops, gpu, vdevice) -> CudaKernel:
-    """The :class:`CudaKernel` of ``program`` over the GPU rOperators ``gpu`` of its ops."""
+def build_program(program, ops, gpu, vdevice, target, wait_bound: int = DEFAULT_WAIT_BOUND
+                  ) -> PersistentKernel:
+    """The :class:`PersistentKernel` of ``program`` over the GPU rOperators ``gpu`` of its
+    ops, with the synchronisation of ``target`` (CUDA or OpenCL)."""
     tensors, args_of, outs = {}, {}, []
     for op in ops:
         _, step = gpu[op]
         args_of[op] = list(step.inputs) + [step.output]
         outs.append(step.output)
         for key in args_of[op]:
-            if not any(key.same_as(t) for t in tensors):
+            if key not in tensors:
                 name = _tvm.var_name(key) if isinstance(key, relax.Var) else "w"
                 tensors[key] = (f"{name}_{len(tensors)}", _tvm.shape_of(key),
                                 _tvm.dtype_of(key))
-    inputs = [k for k in tensors if not any(k.same_as(o) for o in outs)]
+    made = set(outs)
+    inputs = [k for k in tensors if k not in made]
     rops = {op: gpu[op][0] for op in ops}
-    func, tables = build_cuda_primfunc(program, rops, tensors, inputs, outs, vdevice, args_of)
-    return CudaKernel(program, func, tables, inputs, outs, rops, vdevice)
+    sync = sync_for(_tvm.make_target(target))
+    func, tables = build_persistent_primfunc(program, rops, tensors, inputs, outs, vdevice,
+                                             args_of, sync, wait_bound)
+    return PersistentKernel(program, func, tables, inputs, outs, rops, vdevice, sync, tensors,
+                            {op: gpu[op][1] for op in ops})

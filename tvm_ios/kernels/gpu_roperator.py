@@ -1,13 +1,20 @@
 """rOperators from TVM's own GPU kernels: dlight-scheduled, lowered, cut at ``blockIdx``.
 
 An op's PrimFunc (from :func:`~tvm_ios.kernels.tvm_kernels.lower_bindings`) gets TVM's
-default GPU schedule (dlight), then TVM's own lowering passes up to and including
-``ThreadSync`` and ``MergeSharedMemoryAllocations`` (with static shared memory merged into
-one dynamic buffer), but before ``SplitHostDevice``. The launch attributes are read and
-stripped: the grid gives the number of rTasks, the block the threads of one rTask, the
-merged buffer its shared memory. :meth:`GPUROperator.task_body` substitutes ``blockIdx`` by
-an rTask index and ``threadIdx`` by the vEU's 1-D thread index, and turns the kernel's
-``__syncthreads`` into a named barrier when the rTask uses fewer threads than the vEU.
+default GPU schedule (dlight), then TVM's own default TIR pipeline up to and including
+``MergeSharedMemoryAllocations`` (:func:`~tvm_ios.kernels.tir_pipeline.lower_to_merge`,
+static shared memory merged into one dynamic buffer), but not its host/device split. The
+launch attributes are read and stripped: the grid gives the number of rTasks, the block
+the threads of one rTask, the merged buffer its shared memory.
+
+Kernels are lowered with a warp size of one (``thread_warp_size=1``), so cross-thread
+reductions go through shared memory rather than warp shuffles: the same TIR renders for
+CUDA and for OpenCL (which has no portable shuffle), and an rTask's threads need not fill
+whole warps. They are scheduled for at most :data:`RTASK_MAX_THREADS` threads.
+:meth:`GPUROperator.task_body` substitutes ``blockIdx`` by an rTask index and ``threadIdx``
+by the vEU's 1-D thread index; an rTask on fewer threads than its vEU is masked so that
+every thread still reaches each of its barriers (:func:`~tvm_ios.kernels.rtask_mask.
+mask_rtask`).
 """
 from __future__ import annotations
 
@@ -17,36 +24,35 @@ from dataclasses import dataclass, field
 
 import tvm
 
-from .._tvm import DataType, T, s_tir, tirx, tvm_ffi
-from .._tvm import dlight as dl
+from .. import _tvm
+from .._tvm import DataType
 from .roperator import RKernel
+from .rtask_mask import has_barrier, mask_rtask
+from .tir_pipeline import lower_to_merge
+from .tir_util import seq
 from .tvm_kernels import KernelStep, UnsupportedKernel
 
-__all__ = ["GPUROperator", "gpu_roperator", "lowering_passes"]
+__all__ = ["GPUROperator", "gpu_roperator", "rtask_target", "RTASK_MAX_THREADS"]
 
 logger = logging.getLogger(__name__)
+tirx = _tvm.tirx
 
-TASK_BARRIER_ID = 1  # named barrier of an rTask with fewer threads than its vEU (0 = block)
+
+#: Most threads of one rTask: a vEU has the threads of its program's widest rTask, so one
+#: 1024-thread elementwise kernel would idle most threads of every conv rTask and cut the
+#: resident vEUs to two per SM. dlight's fallback schedules honour the target's limit.
+RTASK_MAX_THREADS = 256
 
 
-def lowering_passes() -> list:
-    """TVM's s_tir lowering passes up to MergeSharedMemoryAllocations (before host split)."""
-    st, tx = s_tir.transform, tirx.transform
-    return [st.CanonicalizeLoop(), st.LowerCrossThreadReduction(), st.LowerInitBlock(),
-            st.PlanAndUpdateBufferAllocationLocation(), st.ConvertBlocksToOpaque(),
-            st.LiftThreadBinding(), st.ManifestSharedMemoryLocalStage(),
-            st.CompactBufferAllocation(), st.LowerAutoCopy(), st.UnifyThreadBinding(),
-            st.LowerMatchBuffer(), st.StmtSimplify(), st.InjectPermutedLayout(),
-            st.AnnotateIrregularLoop(), st.InjectSoftwarePipeline(),
-            st.TransformMmaBufferLayout(), st.LowerOpaqueBlock(), tx.FlattenBuffer(),
-            tx.BF16ComputeLegalize(), tx.NarrowDataType(32), st.LoopPartition(),
-            tx.VectorizeLoop(True), st.InjectVirtualThread(), st.InjectDoubleBuffer(),
-            tx.StorageRewrite(), st.HoistIfThenElse(), tx.UnrollLoop(),
-            st.RenormalizeSplitPattern(), tx.StmtSimplify(), tx.RemoveNoOp(),
-            st.RewriteUnsafeSelect(), tx.CommonSubexprElim(), tx.FP8ComputeLegalize(),
-            tx.VerifyMemory(), st.ThreadSync("shared"), st.ThreadSync("shared.dyn"),
-            st.ThreadSync("warp"), st.InferFragment(), st.LowerThreadAllreduce(),
-            pad_small_shared(), st.MergeSharedMemoryAllocations()]
+def rtask_target(target):
+    """``target`` as rTask kernels are scheduled and lowered for: a warp size of one (no
+    shuffles) and at most :data:`RTASK_MAX_THREADS` threads per block."""
+    attrs = {k: v for k, v in _tvm.target_to_dict(target).items() if k != "tag"}
+    threads = min(int(attrs.get("max_num_threads", RTASK_MAX_THREADS)), RTASK_MAX_THREADS)
+    attrs.update(thread_warp_size=1, max_num_threads=threads)
+    if "max_threads_per_block" in attrs:
+        attrs["max_threads_per_block"] = threads
+    return _tvm.make_target(attrs)
 
 
 @tirx.transform.prim_func_pass(opt_level=0, name="tvm_ios.PadSmallShared")
@@ -70,28 +76,21 @@ class pad_small_shared:  # noqa: N801  (a pass factory, named like TVM's)
                 remap[buf] = tirx.decl_buffer((2 * int(buf.shape[0]),), buf.dtype, buf.name,
                                               scope=str(buf.scope()))
             return stmt
-        tvm_ffi.structural_map(func.body, (tirx.AllocBuffer, collect))
+        _tvm.structural_map(func.body, (tirx.AllocBuffer, collect))
         if not remap:
             return func
 
         def alloc(stmt):
-            new = _lookup(remap, stmt.buffer)
+            new = remap.get(stmt.buffer, stmt.buffer)
             return stmt if new is stmt.buffer else tirx.AllocBuffer(new, stmt.annotations)
         return func.with_body(_substitute(func.body, remap, [(tirx.AllocBuffer, alloc)]))
 
 
-def _lookup(remap: dict, var):
-    for old, new in remap.items():
-        if var.same_as(old):
-            return new
-    return var
-
-
 def _substitute(node, remap: dict, hooks=()):
     """``node`` with every variable (or buffer) of ``remap`` replaced, and further
-    ``(type, function)`` rewrite hooks of ``tvm_ffi.structural_map`` applied."""
-    return tvm_ffi.structural_map(node, [(tvm.ir.expr.Var, lambda v: _lookup(remap, v)),
-                                         *hooks])
+    ``(type, function)`` rewrite hooks of ``structural_map`` applied."""
+    return _tvm.structural_map(node, [(tvm.ir.expr.Var, lambda v: remap.get(v, v)),
+                                      *hooks])
 
 
 @dataclass
@@ -123,7 +122,17 @@ class GPUROperator:
                        self.smem_bytes, 32, "tvm")
 
     def task_body(self, rtask, tid, veu_threads: int, buffers: list, smem):
-        """The body for rTask index ``rtask`` and vEU thread ``tid`` over ``buffers``."""
+        """The body for rTask index ``rtask`` and vEU thread ``tid`` over ``buffers``.
+
+        With fewer threads than the vEU's ``veu_threads``, the work is masked to the first
+        :attr:`threads` threads and every barrier is still reached by all of them.
+        """
+        masked, active = self.threads < veu_threads, tid < self.threads
+        binds = []
+        if masked and has_barrier(self.body):  # idle threads form thread 0's addresses
+            clamped = tirx.Var(f"{self.op}_tid", "int32")
+            binds.append(tirx.Bind(clamped, tirx.Select(active, tid, tirx.IntImm("int32", 0))))
+            tid = clamped
         gx, gy, _ = self.grid
         nx, ny, _ = self.block
         index = {"blockIdx.x": rtask % gx, "blockIdx.y": (rtask // gx) % gy,
@@ -137,27 +146,22 @@ class GPUROperator:
             remap[param] = buf
         if self.smem_var is not None:
             remap[self.smem_var] = smem
-        named = self.threads < veu_threads
-        if named and self.threads % 32:
-            raise UnsupportedKernel(f"{self.op}: {self.threads} threads is not a multiple of a "
-                                    "warp, so no named barrier can stand for its syncs")
-
-        def call(c):
-            if named and c.op.name == "tirx.tvm_storage_sync":
-                return T.ptx.bar.sync(TASK_BARRIER_ID, self.threads)
-            return c
-        return _substitute(self.body, remap, [(tvm.ir.expr.Call, call)])
+        body = _substitute(self.body, remap)
+        if masked:
+            body = mask_rtask(body, active)
+        return seq(binds + [body])
 
 
 def gpu_roperator(op: str, step: KernelStep, target) -> GPUROperator:
     """TVM's default GPU kernel of ``step`` as a :class:`GPUROperator`."""
+    target = rtask_target(target)
     mod = tvm.IRModule({op: step.func.with_attr("global_symbol", op)})
+    dl = _tvm.dlight
     with target:
         mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
                                       dl.gpu.GeneralReduction(), dl.gpu.Fallback())(mod)
     mod = tirx.transform.BindTarget(target)(mod)
-    with tvm.transform.PassContext(config={"tirx.merge_static_smem": True}):
-        mod = tvm.transform.Sequential(lowering_passes())(mod)
+    mod = lower_to_merge(mod, {"tirx.merge_static_smem": True}, [pad_small_shared()])
     func = mod[op]
     found = {"launch": {}, "smem": []}
 
@@ -173,8 +177,8 @@ def gpu_roperator(op: str, step: KernelStep, target) -> GPUROperator:
             found["smem"].append(stmt.buffer)
             return tirx.Evaluate(tirx.IntImm("int32", 0))
         return stmt
-    body = tvm_ffi.structural_map(func.body, [(tirx.AttrStmt, strip_launch),
-                                              (tirx.AllocBuffer, strip_smem)])
+    body = _tvm.structural_map(func.body, [(tirx.AttrStmt, strip_launch),
+                                           (tirx.AllocBuffer, strip_smem)])
     launch = found["launch"]
     if not any(tag.startswith("blockIdx") for tag in launch):
         raise UnsupportedKernel(f"TVM gives op {op} no GPU schedule (no blockIdx)")

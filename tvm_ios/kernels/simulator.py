@@ -20,7 +20,8 @@ import numpy as np
 
 from .rprogram import RProgram
 
-__all__ = ["simulate", "check_dependencies", "SimResult", "DeadlockError", "DependencyError"]
+__all__ = ["simulate", "check_dependencies", "in_order_slots", "SimResult", "DeadlockError",
+           "DependencyError"]
 
 logger = logging.getLogger(__name__)
 
@@ -162,3 +163,42 @@ def check_dependencies(program: RProgram, edges: Iterable[tuple[str, str]]) -> i
                         f"rProgram {program.name!r}: rTask {consumer}@({v},{k}) may start "
                         f"before {producer}@({u},{s}) finishes (no barrier orders them)")
     return checked
+
+
+def in_order_slots(program: RProgram) -> int:
+    """The fewest vEUs that must run at once for ``program`` to finish when they start in
+    index order and each keeps its slot until its list ends.
+
+    That is how a GPU dispatches blocks in practice and how the Oclgrind simulator hands
+    work-groups to its threads: with fewer slots, a started vEU waits for one that can
+    never start. (A GPU does not promise the order: the kernels still need every vEU
+    resident; this bounds the simulator threads a program needs.)
+    """
+    lo, hi = 1, program.num_veus
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _finishes(program, mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _finishes(program: RProgram, slots: int) -> bool:
+    pos, active, started, done = [0] * program.num_veus, [], 0, 0
+    while done < program.num_veus:
+        while len(active) < slots and started < program.num_veus:
+            active.append(started)
+            started += 1
+        progress = False
+        for v in list(active):
+            tasks = program.prog[v]
+            while pos[v] < len(tasks) and all(pos[u] >= s for u, s in tasks[pos[v]].waits):
+                pos[v] += 1
+                progress = True
+            if pos[v] == len(tasks):
+                active.remove(v)
+                done, progress = done + 1, True
+        if not progress:
+            return False
+    return True

@@ -1,21 +1,28 @@
-"""The two backends of ``RProgramPass``: the CPU vDevice (``llvm``) and CUDA.
+"""The backends of ``RProgramPass``: the CPU vDevice (``llvm``) and persistent GPU kernels.
 
-One region rewriter (:mod:`tvm_ios.passes.rprogram_pass`) asks its backend three things,
-in this order for each module: the rOperators the policy plans with (``rops``), the Relax
-call that runs one rProgram and the variables it defines (``build``), and the module's last
-touch (``finish``).
+One region rewriter (:mod:`tvm_ios.passes.rprogram_pass`) asks its backend, for each module:
+the rOperators the policy plans with (``rops``), the Relax call that runs one rProgram and
+the variables it defines (``build``), the checks to run after the function's dataflow
+(``checks``) and the module's last touch (``finish``).
 
 * :class:`CPUBackend`: TVM's llvm kernels of each op inlined into one PrimFunc (one vEU
   per thread-pool worker), called with ``call_tir``; the default TIR pipeline lowers it.
-* :class:`CUDABackend`: TVM's dlight-scheduled GPU kernel of each op (the same per-op
-  lowering as :func:`~tvm_ios.kernels.cuda_programs.cuda_rprograms`) merged into one
-  persistent kernel, already lowered, so it must not go through the default TIR pipeline
-  again: it is built here by its own pipeline (:func:`~tvm_ios.kernels.codegen_cuda.
-  cuda_source`; all programs of a module in one), the runtime module is attached to the IRModule as ``external_mods`` (which
-  ``tvm.compile`` imports into the library, as for BYOC) and called with
-  ``call_dps_packed``. Its int32 tables are constants; so is its step array, one zero
-  array per rProgram: it is zero on the first launch and the kernel zeroes it again at its
-  end, so no host reset is needed and programs never share steps.
+  Its steps live in the PrimFunc's own workspace; it raises a failed bounded wait itself.
+* :class:`GPUBackend` (CUDA, OpenCL): TVM's dlight-scheduled GPU kernel of each op (the
+  per-op lowering of :func:`~tvm_ios.kernels.cuda_programs.plan_gpu_ops`) merged into one
+  persistent kernel, already lowered, so it does not go through the default TIR pipeline
+  again: all programs of a module are built by the pipeline's tail into one runtime module
+  (:func:`~tvm_ios.kernels.gpu_build.build_kernels`), attached to the IRModule as
+  ``external_mods`` (which ``tvm.compile`` imports into the library, as for BYOC) and
+  called with ``call_dps_packed``. Its int32 tables are constants; its step array is an
+  *output* of the call, so the VM gives each call its own, which the kernel function
+  zeroes before the persistent kernel runs (no mutated constant, nothing shared between
+  programs). The step array's error record is checked after the function's dataflow
+  block: a failed bounded wait raises an ``AssertionError`` naming the program, the vEU
+  and the step it waited for. Where the pass runs on a host with the CUDA device, each
+  program is first checked against the device and its compiled kernel's occupancy
+  (:mod:`~tvm_ios.kernels.residency`); one that cannot be resident keeps its stage's
+  kernels, with a warning naming the numbers.
 """
 from __future__ import annotations
 
@@ -26,28 +33,30 @@ from tvm import relax
 
 from .. import _tvm
 from ..cost.analytical import AnalyticalCostModel
+from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND
 from ..kernels.codegen_cpu import CPUBackendError, build_cpu_primfunc
 from ..kernels.roperator import estimate_roperators
 from ..kernels.tuned_build import serial_kernels
 from ..kernels.tvm_kernels import UnsupportedKernel, lower_bindings
 from ..kernels.vdevice import ResidencyError, cpu_vdevice, target_vdevice
 
-__all__ = ["CPUBackend", "CUDABackend", "make_backend"]
+__all__ = ["CPUBackend", "GPUBackend", "make_backend"]
 
 logger = logging.getLogger(__name__)
 
 
-def make_backend(target, num_veus: int | None, kernels=None):
-    """The backend of ``target`` (``llvm`` or a CUDA target); ``kernels``: a kernel database
-    whose tuned kernels the CPU vDevice inlines (:mod:`tvm_ios.kernels.tuned_build`)."""
+def make_backend(target, num_veus: int | None, wait_bound: int = DEFAULT_WAIT_BOUND,
+                 kernels=None):
+    """The backend of ``target`` (``llvm``, a CUDA or an OpenCL target); ``kernels``: a kernel
+    database whose tuned kernels the CPU vDevice inlines (:mod:`tvm_ios.kernels.tuned_build`)."""
     target = _tvm.make_target(target)
     kind = target.kind.name
     if kind == "llvm":
-        return CPUBackend(num_veus, kernels)
-    if kind == "cuda":
-        return CUDABackend(target, num_veus)
+        return CPUBackend(num_veus, wait_bound, kernels)
+    if kind in ("cuda", "opencl"):
+        return GPUBackend(target, num_veus, wait_bound)
     raise ValueError(f"RProgramPass: no rProgram backend for target kind {kind!r} "
-                     "(llvm and cuda are supported)")
+                     "(llvm, cuda and opencl are supported)")
 
 
 def _out_types(outs) -> list:
@@ -59,11 +68,12 @@ class CPUBackend:
 
     errors = (UnsupportedKernel, CPUBackendError)
 
-    def __init__(self, num_veus: int | None = None, kernels=None):
+    def __init__(self, num_veus: int | None = None, wait_bound: int = DEFAULT_WAIT_BOUND,
+                 kernels=None):
         if num_veus is not None:
             cpu_vdevice().check(num_veus, what="RProgramPass")  # one vEU per pool worker
         self.vdevice = cpu_vdevice(num_veus)
-        self.device = "cpu"
+        self.device, self.kind, self.wait_bound = "cpu", "llvm", wait_bound
         self.transform = serial_kernels(kernels) if kernels is not None else None
 
     def rops(self, graph, members, bindings) -> dict:
@@ -71,44 +81,47 @@ class CPUBackend:
         return estimate_roperators(graph, "cpu")
 
     def build(self, ops, program, units, builder):
-        """``call_tir`` of the program's PrimFunc (added to ``builder``) and its outputs."""
+        """``call_tir`` of the program's PrimFunc (added to ``builder``), its outputs, and
+        no check (the PrimFunc raises a failed wait itself)."""
         steps_of, outs = {}, []
         for op in ops:
             steps_of[op] = lower_bindings(units[op], units[op][-1].var, self.transform)
             outs.append(units[op][-1].var)
         tensors, inputs = {}, []
-        made = [s.output for op in ops for s in steps_of[op]]
+        made = {s.output for op in ops for s in steps_of[op]}
         for op in ops:
             for step in steps_of[op]:
                 for expr in list(step.inputs) + [step.output]:
-                    if any(expr.same_as(k) for k in tensors):
+                    if expr in tensors:
                         continue
                     name = _tvm.var_name(expr) if isinstance(expr, relax.Var) else "w"
                     tensors[expr] = (f"{name}_{len(tensors)}", _tvm.shape_of(expr),
                                      _tvm.dtype_of(expr))
-                    if not any(expr.same_as(m) for m in made):
+                    if expr not in made:
                         inputs.append(expr)
-        func = build_cpu_primfunc(program, steps_of, tensors, inputs, outs)
+        func = build_cpu_primfunc(program, steps_of, tensors, inputs, outs, self.wait_bound)
         gvar = builder.add_func(func, program.name)
-        return relax.call_tir(gvar, inputs, out_ty=_out_types(outs)), outs
+        return relax.call_tir(gvar, inputs, out_ty=_out_types(outs)), outs, None
 
     def finish(self, mod):
         """Nothing to add: the PrimFuncs are in the module."""
         return mod
 
 
-class CUDABackend:
-    """rPrograms as persistent CUDA kernels, prebuilt and called with ``call_dps_packed``."""
+class GPUBackend:
+    """rPrograms as persistent CUDA or OpenCL kernels, prebuilt, called with
+    ``call_dps_packed``."""
 
     errors = (UnsupportedKernel, ResidencyError)
 
-    def __init__(self, target, num_veus: int | None = None):
+    def __init__(self, target, num_veus: int | None = None,
+                 wait_bound: int = DEFAULT_WAIT_BOUND):
         if num_veus is not None:
-            raise ValueError("RProgramPass: num_veus sets the CPU vDevice; on CUDA the "
-                             "policy sizes each program within the GPU's occupancy")
-        self.target = target
+            raise ValueError("RProgramPass: num_veus sets the CPU vDevice; on a GPU the "
+                             "policy sizes each program within the device's occupancy")
+        self.target, self.kind, self.wait_bound = target, target.kind.name, wait_bound
         self.vdevice = target_vdevice(target)
-        self.device = "a100" if self.vdevice.name == "a100" else "h100"
+        self.device = self.vdevice.cost_device
         self.gpu: dict = {}
         self.kernels: list = []
         self.source: str | None = None
@@ -123,31 +136,66 @@ class CUDABackend:
         return rops
 
     def build(self, ops, program, units, builder):
-        """``call_dps_packed`` of the program's kernel (built in :meth:`finish`), and its
-        outputs."""
+        """``call_dps_packed`` of the program's kernel (built in :meth:`finish`), the
+        outputs, and the kernel (whose step array :meth:`checks` reads)."""
         from ..kernels.cuda_programs import build_program  # noqa: PLC0415
 
         missing = [op for op in ops if op not in self.gpu]
         if missing:
             raise UnsupportedKernel(f"ops {missing[:3]} have no GPU rTasks")
-        kernel = build_program(program, ops, self.gpu, self.vdevice)
+        kernel = build_program(program, ops, self.gpu, self.vdevice, self.target,
+                               self.wait_bound)
+        self._check_device(kernel)
         self.kernels.append(kernel)
         args = list(kernel.inputs)
         args += [relax.const(np.asarray(v, "int32")) for v in kernel.tables.values()]
-        args.append(relax.const(np.zeros(kernel.steps_words, "int32")))
-        call = relax.call_dps_packed(program.name, args, out_ty=_out_types(kernel.outputs))
-        return call, list(kernel.outputs)
+        steps = relax.TensorType((kernel.workspace.words,), "int32")
+        call = relax.call_dps_packed(program.name, args,
+                                     out_ty=_out_types(kernel.outputs) + [steps])
+        return call, list(kernel.outputs), kernel
+
+    def _check_device(self, kernel) -> None:
+        """On a host with the CUDA device: refuse (ResidencyError, with the driver's numbers)
+        a program whose vEUs cannot all be resident there, so its stage keeps its kernels."""
+        if self.kind != "cuda" or not _tvm.device_exists(self.target):
+            return
+        from ..kernels.gpu_build import build_kernels  # noqa: PLC0415
+        from ..kernels.residency import check_program  # noqa: PLC0415
+
+        try:
+            check_program(kernel, build_kernels(kernel.func, self.target).source, self.target)
+        except (RuntimeError, OSError) as err:  # no driver library, no nvcc: launch decides
+            logger.warning("RProgramPass: could not check %s on this GPU (%s); its launch is "
+                           "cooperative, so a grid that cannot be resident fails to launch",
+                           kernel.program.name, err)
+
+    def record(self, builder, steps, kernel):
+        """Emit (as dataflow outputs) the failure flag and record of ``steps``; the
+        ``assert_op`` call that checks them after the dataflow block."""
+        ws = kernel.workspace
+
+        def word(index):
+            return builder.emit(relax.op.take(steps, relax.const(index, "int64"), axis=0,
+                                                mode="clip"))
+        ok = builder.emit_output(relax.op.equal(word(ws.error), relax.const(0, "int32")))
+        record = [builder.emit_output(word(i)) for i in (ws.waiter, ws.awaited, ws.step)]
+        text = (f"rProgram {kernel.program.name}: vEU {{}} waited past its bound "
+                f"({self.wait_bound} polls) for vEU {{}} to reach step {{}}; the program was "
+                "abandoned (are all its vEUs resident on this GPU at once?)")
+        return relax.op.assert_op(ok, record, text)
 
     def finish(self, mod):
-        """``mod`` with the rProgram kernels, built into one runtime module (one CUDA module
-        beside TVM's), added to its ``external_mods``."""
-        from ..kernels.codegen_cuda import cuda_source  # noqa: PLC0415
+        """``mod`` with the rProgram kernels, built into one runtime module (one CUDA or
+        OpenCL module beside TVM's), added to its ``external_mods``."""
+        from ..kernels.gpu_build import build_kernels  # noqa: PLC0415
 
         if not self.kernels:
             return mod
-        self.source, lib = cuda_source([k.func for k in self.kernels], self.target)
+        built = build_kernels([k.func for k in self.kernels], self.target)
+        self.source = built.source
         attrs = dict(mod.attrs) if mod.attrs else {}
-        return mod.with_attr("external_mods", list(attrs.get("external_mods", [])) + [lib])
+        return mod.with_attr("external_mods",
+                             list(attrs.get("external_mods", [])) + [built.lib])
 
 
 def default_cost_model(backend):

@@ -5,13 +5,18 @@ plans rPrograms with a policy (``"ios"``: one per concurrent stage of two or mor
 ``"wavefront"``: Rammer's Algorithm 1 over the whole graph), lowers every op of a program
 with TVM's own kernels and combines them into one kernel per rProgram, through one of two
 backends (:mod:`._rprogram_backends`): for ``llvm`` a PrimFunc of the CPU vDevice called
-with ``call_tir``; for a CUDA target a persistent kernel built here by its own TIR
-pipeline, attached as an external module and called with ``call_dps_packed``, so that
-``tvm.compile(mod, target)`` links it beside TVM's own kernels of the other ops. Each op's
-output variable is re-bound to its slot of the call's result, so every later use stays
-valid. Sequential stages keep their own kernels. A program that cannot be built (an op TVM
-lowers to something other than one kernel, a tensor flowing through a free op inside the
-program) keeps its ops' own kernels with a warning.
+with ``call_tir``; for a CUDA or OpenCL target a persistent kernel built here by TVM's TIR
+pipeline tail, attached as an external module and called with ``call_dps_packed``, so that
+``tvm.compile(mod, target)`` links it beside TVM's own kernels of the other ops (the GPU
+programs' bounded-wait records are checked after the dataflow block). Each op's output
+variable is re-bound to its slot of the call's result, so every later use stays valid.
+Sequential stages keep their own kernels. A program that cannot be built (an op TVM lowers
+to something other than one kernel, a tensor flowing through a free op inside the program)
+keeps its ops' own kernels with a warning.
+
+The target is the one the module is compiled for: ``target=None`` takes
+``tvm.target.Target.current()`` (``llvm`` when there is none) when the pass runs, and an
+explicit target that differs from the current one in kind or architecture is an error.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from ..schedule.ios import ios_schedule
 from ..schedule.schedule import Schedule, ScheduleError
 from ..schedule.validate import validate_schedule
 from ..kernels.regions import MAX_PROGRAM_OPS, augment, binding_deps, plan_regions
+from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND
 from ._rprogram_backends import default_cost_model, make_backend
 from .apply_schedule import record_schedule, schedule_of
 
@@ -51,39 +57,69 @@ class RProgramPass:
         model of the target's device).
     func_name : str
         The function to rewrite.
-    target : str, dict or Target
-        ``llvm`` (the CPU vDevice, default) or a CUDA target such as
-        ``"nvidia/nvidia-h100"``; compile the result with ``tvm.compile`` for that target.
+    target : str, dict or Target, optional
+        ``llvm`` (the CPU vDevice), a CUDA target such as ``"nvidia/nvidia-h100"`` or an
+        OpenCL target; compile the result with ``tvm.compile`` for that target. Default: the
+        current target (``with target:`` around the pass or ``tvm.compile``), else ``llvm``.
     max_ops : int, optional
         Most ops of one wavefront rProgram (default :data:`~tvm_ios.kernels.regions.
         MAX_PROGRAM_OPS`; None: unbounded).
+    wait_bound : int
+        Polls of one awaited step before a vEU gives up with a BoundedWaitError.
+    check_waits : bool
+        On GPU targets, check each program's bounded-wait record after the dataflow block
+        (Relax ``assert_op``, whose runtime is TVM's Python ``relax.run.assert_op``); off, a
+        failed wait leaves wrong outputs but no error.
     kernels : KernelDB, optional
         Tuned kernels for the CPU vDevice's vEUs (serial variants; see
         :mod:`tvm_ios.kernels.tuned_build`).
     """
 
     def __init__(self, policy: str = "ios", num_veus: int | None = None, cost_model=None,
-                 func_name: str = "main", target="llvm", max_ops: int | None = MAX_PROGRAM_OPS,
-                 kernels=None):
+                 func_name: str = "main", target=None, max_ops: int | None = MAX_PROGRAM_OPS,
+                 wait_bound: int = DEFAULT_WAIT_BOUND, check_waits: bool = True, kernels=None):
         if policy not in POLICIES:
             raise ValueError(f"RProgramPass: policy must be one of {POLICIES}, got {policy!r}")
         self.policy, self.func_name, self.max_ops = policy, func_name, max_ops
-        self.backend = make_backend(target, num_veus, kernels)
-        self.vdevice = self.backend.vdevice
-        self.cost_model = cost_model or default_cost_model(self.backend)
+        self.num_veus, self.wait_bound, self.cost_model = num_veus, wait_bound, cost_model
+        self.check_waits, self.kernels = check_waits, kernels
+        self.target = None if target is None else _tvm.make_target(target)
+        self.backend = self.vdevice = None
+        if self.target is not None:
+            self._use(self.target)
         self.programs: list = []  # the rPrograms built by the last run
         self.planned = 0  # the rPrograms the policy planned (some may keep own kernels)
+
+    def _use(self, target) -> None:
+        """Make the backend of ``target`` (a new one for each module it rewrites)."""
+        self.backend = make_backend(target, self.num_veus, self.wait_bound, self.kernels)
+        self.vdevice = self.backend.vdevice
+
+    def _target(self):
+        """The target of this run: the pass's own, checked against the current one."""
+        current = _tvm.Target.current(allow_none=True)
+        if self.target is None:
+            return current if current is not None else _tvm.make_target("llvm")
+        if current is not None and _key(current) != _key(self.target):
+            raise ValueError(f"RProgramPass was made for target {self.target.kind.name} "
+                             f"{_key(self.target)[1] or ''} but the module is compiled for "
+                             f"{current.kind.name} {_key(current)[1] or ''} "
+                             f"({current}); make the pass for that target or leave target "
+                             "unset to take the current one")
+        return self.target
 
     def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"RProgramPass: module has no function {self.func_name!r}")
+        self._use(self._target())
         ext = extract(mod[self.func_name], name=self.func_name)
         graph, members = augment(ext)
         schedule, items = self._plan(mod, ext, graph, members)
-        rewriter = _RegionRewriter(ext, members, items, mod.clone(), self.backend)
+        rewriter = _RegionRewriter(ext, members, items, mod.clone(), self.backend,
+                                   self.check_waits)
         new_func = rewriter.visit_expr(ext.func)  # (the builder adds functions to its module)
         mod = rewriter.builder_.get()
-        mod[mod.get_global_var(self.func_name)] = new_func
+        mod[mod.get_global_var(self.func_name)] = rewriter.with_checks(new_func)
         mod = self.backend.finish(mod)
         self.programs = rewriter.built
         regions = self.planned = sum(kind == "region" for kind, *_ in items)
@@ -95,7 +131,8 @@ class RProgramPass:
         recorded = _recorded(mod, self.func_name, graph)
         if recorded is not None and all(s.strategy == "concurrent" for s in recorded.stages):
             return recorded
-        return ios_schedule(graph, self.cost_model, strategy="parallel")
+        cost_model = self.cost_model or default_cost_model(self.backend)
+        return ios_schedule(graph, cost_model, strategy="parallel")
 
     def _plan(self, mod, ext, graph, members) -> tuple[Schedule, list]:
         """The schedule recorded on the module and the emission items."""
@@ -104,6 +141,11 @@ class RProgramPass:
         schedule = self._schedule(mod, ext.graph) if self.policy == "ios" else None
         return plan_regions(ext.graph, graph, rops, self.vdevice, self.policy, schedule,
                             self.func_name, self.max_ops)
+
+
+def _key(target) -> tuple[str, str]:
+    """What must agree between the pass's target and the compile target: kind and arch."""
+    return target.kind.name, str(target.attrs.get("arch", ""))
 
 
 def _recorded(mod, func_name, graph) -> Schedule | None:
@@ -122,14 +164,16 @@ def _recorded(mod, func_name, graph) -> Schedule | None:
 class _RegionRewriter(_tvm.PyExprMutator):
     """Re-emits the model's block item by item, one backend call per rProgram region."""
 
-    def __init__(self, ext, members, items, mod, backend):
+    def __init__(self, ext, members, items, mod, backend, check_waits=True):
         super().__init__(mod)
+        self.check_waits = check_waits
         self.ext, self.members, self.items, self.backend = ext, members, items, backend
         self.target = ext.func.body.blocks[ext.block_index]
         self.bindings = list(self.target.bindings)
         self.deps = binding_deps(self.bindings)
         self.emitted: set[int] = set()
         self.built: list = []
+        self.checks: list = []  # backend checks to run after the dataflow block
 
     def visit_dataflow_block_(self, block):
         if not block.same_as(self.target):
@@ -161,7 +205,7 @@ class _RegionRewriter(_tvm.PyExprMutator):
                 raise UnsupportedKernel("a free op outside the program carries data between "
                                         "its ops")
             units = {op: [self.bindings[i] for i in self.members[op]] for op in ops}
-            call, outs = self.backend.build(ops, program, units, self.builder_)
+            call, outs, kernel = self.backend.build(ops, program, units, self.builder_)
         except self.backend.errors as err:
             logger.warning("RProgramPass: %s keeps its own kernels: %s", program.name, err)
             for index in sorted(inside):
@@ -170,11 +214,26 @@ class _RegionRewriter(_tvm.PyExprMutator):
         for index in outside:
             self._emit(index)
         result = self.builder_.emit(call, program.name)
+        tupled = kernel is not None or len(outs) > 1  # GPU calls also return their steps
         for k, var in enumerate(outs):  # one output is returned as a tensor, not a tuple
-            value = relax.TupleGetItem(result, k) if len(outs) > 1 else result
+            value = relax.TupleGetItem(result, k) if tupled else result
             self.builder_.emit_normalized(relax.VarBinding(var, value))
+        if kernel is not None and self.check_waits:
+            steps = self.builder_.emit(relax.TupleGetItem(result, len(outs)))
+            self.checks.append(self.backend.record(self.builder_, steps, kernel))
         self.emitted |= inside
         self.built.append(program)
+
+    def with_checks(self, func):
+        """``func`` with the backend's checks in a binding block after its blocks."""
+        if not self.checks:
+            return func
+        bindings = [relax.VarBinding(relax.Var(f"rp_check{i}", relax.TupleType([])),
+                                     self.builder_.normalize(check))
+                    for i, check in enumerate(self.checks)]
+        body = func.body
+        body = relax.SeqExpr(list(body.blocks) + [relax.BindingBlock(bindings)], body.body)
+        return relax.Function(func.params, body, func.ret_ty, func.is_pure, func.attrs)
 
     def _reaches(self, index: int, inside: set) -> bool:
         """Whether binding ``index`` reads (transitively) a binding of ``inside``."""
