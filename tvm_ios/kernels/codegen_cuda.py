@@ -82,7 +82,7 @@ def _launch(tag: str, extent: int, body, var):
 
 
 def build_cuda_primfunc(program: RProgram, rops: dict, tensors: dict, inputs: list,
-                        outputs: list, vdevice: VDevice, args_of: dict):
+                        outputs: list, vdevice: VDevice, args_of: dict, kept=None):
     """The persistent-kernel PrimFunc (lowered form) of ``program``.
 
     Parameters
@@ -95,13 +95,26 @@ def build_cuda_primfunc(program: RProgram, rops: dict, tensors: dict, inputs: li
         ``outputs``: destination-passing order, for ``call_dps_packed``.
     args_of : dict
         Op name -> tensor keys of its kernel's parameters (call_tir order).
+    kept : ScratchPlan, optional
+        Tensors (neither inputs nor outputs) kept in a static shared-memory buffer of
+        every block (:func:`~tvm_ios.kernels.scratch.shared_views`), read by the rTasks
+        of the block that wrote them.
     """
     threads = max(rops[op].threads for op in program.ops)
     smem_bytes = max(rops[op].smem_bytes for op in program.ops)
-    vdevice.check(program.num_veus, threads, 32, smem_bytes, what=f"rProgram {program.name!r}")
+    kept_bytes = 4 * max(kept.sizes, default=0) if kept is not None else 0
+    vdevice.check(program.num_veus, threads, 32, smem_bytes + kept_bytes,
+                  what=f"rProgram {program.name!r}")
     op_ids = {op: i for i, op in enumerate(program.ops)}
     tables = encode_tables(program, op_ids)
     bufs = {k: tensor_buffer(shape, dtype, name) for k, (name, shape, dtype) in tensors.items()}
+    kept_allocs = []
+    if kept is not None and kept.offsets:  # GraphTurbo's LB scope: the block's shared memory
+        from .scratch import shared_views  # noqa: PLC0415
+
+        buf, views, decls = shared_views(kept, bufs, "float32")
+        bufs.update(views)
+        kept_allocs = [tirx.AllocBuffer(buf)] + decls
     tab = {n: tirx.decl_buffer((len(v),), "int32", f"rp_{n}") for n, v in tables.items()}
     steps = tirx.decl_buffer((program.num_veus + 1,), "int32", "rp_steps")
     smem = tirx.decl_buffer((max(smem_bytes, 16),), "uint8", "rp_smem", scope="shared.dyn")
@@ -126,7 +139,7 @@ def build_cuda_primfunc(program: RProgram, rops: dict, tensors: dict, inputs: li
                             _seq(compute + [sync, signal]))
     end = tirx.BufferLoad(tab["offsets"], [veu + _i(1)])
     loop = tirx.For(e, start, end - start, tirx.ForKind.SERIAL, entry)
-    body = _seq([tirx.AllocBuffer(smem), tirx.AllocBuffer(dst), loop, sync,
+    body = _seq([tirx.AllocBuffer(smem), tirx.AllocBuffer(dst), *kept_allocs, loop, sync,
                  _reset(steps, program.num_veus, tid)])
     per_sm = -(-program.num_veus // vdevice.sms)  # every vEU resident: ptxas must fit them
     body = tirx.AttrStmt(_i(0), "tirx.launch_bounds_min_blocks_per_sm", _i(per_sm), body)
