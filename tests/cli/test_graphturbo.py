@@ -10,7 +10,7 @@ def test_report_json_and_plot(tmp_path, capsys):
                             "--json", str(out), "--plot", str(png), "--verify"])
     assert code == 0
     text = capsys.readouterr().out
-    assert "tensors in DRAM" in text and "verify (llvm): max abs diff" in text
+    assert "tensors in DRAM" in text and "verify (llvm, instances): max abs diff" in text
     data = json.loads(out.read_text())
     figures = data["plan"]["figures"]
     assert figures["per_layer"]["dram"] == figures["layers"]
@@ -32,4 +32,4 @@ def test_listed_in_the_tvm_ios_commands():
 
     assert "graphturbo" in COMMANDS
     args = build_parser().parse_args(["graphturbo", "--model", "mobilenet_v2"])
-    assert args.hw == "dsa" and args.order == "auto"
+    assert args.hw is None and args.order == "auto" and args.engine == "instances"

@@ -27,37 +27,53 @@ import math
 from collections import defaultdict
 
 from ..graph.opgraph import OpGraph
-from ..graph.opinfo import itemsize
 from ..graphturbo.binding import bind_veus
 from .policies import _Builder
 from .rprogram import RProgram
 from .scratch import pack, program_events
 
+#: Default most ops of one instances rProgram: a program's kernel takes LLVM superlinearly
+#: longer to compile with its size (62 ops of MobileNet-v2: about 60 s; 16 ops: about 5 s
+#: on this 2-core machine), and a tensor crossing programs goes to global memory.
+INSTANCE_PROGRAM_OPS = 32
 #: Bytes per element the fast-memory budget assumes (kept tensors are float32).
 KEPT_ITEMSIZE = 4
 
-__all__ = ["instances_policy", "chunk_order", "offcore_bytes", "out_bytes"]
+__all__ = ["instances_policy", "chunk_order", "INSTANCE_PROGRAM_OPS"]
 
 logger = logging.getLogger(__name__)
 
 
 def chunk_order(order: list[int], nodes_of: dict, fixed: set, max_ops: int | None) -> list:
-    """Cut the instance order into runs of at most ``max_ops`` ops: ``("program", ids)``
-    items, and ``("own", id)`` for an instance with an op that keeps its own kernel."""
+    """Cut the instance order into rPrograms of at most ``max_ops`` ops.
+
+    Returns ``("program", [(instance id, ops), ...])`` items, and ``("own", id)`` for an
+    instance with an op that keeps its own kernel. An instance starts a new program when it
+    does not fit the current one; one larger than ``max_ops`` is cut, in order, into pieces
+    of ``max_ops`` ops (its later pieces run in later programs, on the same vEU).
+    """
     out, run, size = [], [], 0
+
+    def flush():
+        nonlocal run, size
+        if run:
+            out.append(("program", run))
+        run, size = [], 0
     for i in order:
-        n = len(nodes_of.get(i, ()))
-        if i in fixed or (run and max_ops is not None and size + n > max_ops):
-            if run:
-                out.append(("program", run))
-            run, size = [], 0
+        ops = list(nodes_of.get(i, ()))
         if i in fixed:
+            flush()
             out.append(("own", i))
             continue
-        run.append(i)
-        size += n
-    if run:
-        out.append(("program", run))
+        if max_ops is not None and size + len(ops) > max_ops:
+            flush()
+        while max_ops is not None and len(ops) > max_ops:
+            out.append(("program", [(i, ops[:max_ops])]))
+            ops = ops[max_ops:]
+        if ops:
+            run.append((i, ops))
+            size += len(ops)
+    flush()
     return out
 
 
@@ -104,12 +120,13 @@ def instances_policy(graph: OpGraph, rops: dict, instances: list, order: list[in
         if kind == "own":
             items.append(("own", list(nodes_of[what])))
             continue
-        program = _place(graph, rops, what, nodes_of, veu, f"{name}_{len(items)}")
+        program = _place(graph, rops, what, veu, f"{name}_{len(items)}")
         local = _local_ops(graph, program, external)
         _spill(program, local, graph, fast_bytes)
-        program.meta.update(policy="instances", instances=list(what),
-                            veus={str(i): veu[i] for i in what},
-                            scopes={str(i): scope[i] for i in what},
+        ids = list(dict.fromkeys(i for i, _ in what))
+        program.meta.update(policy="instances", instances=ids,
+                            veus={str(i): veu[i] for i in ids},
+                            scopes={str(i): scope[i] for i in ids},
                             local_ops=local, fast_bytes=fast_bytes)
         items.append(("program", program))
     logger.info("instances policy: %d instances on %d vEUs -> %d rPrograms", len(order),
@@ -117,13 +134,13 @@ def instances_policy(graph: OpGraph, rops: dict, instances: list, order: list[in
     return items
 
 
-def _place(graph, rops, ids, nodes_of, veu, name) -> RProgram:
-    """Every op of each instance on the instance's vEU, in order, after its producers."""
-    used = max(veu[i] for i in ids) + 1
+def _place(graph, rops, pieces, veu, name) -> RProgram:
+    """Every op of each instance piece on the instance's vEU, in order, after its producers."""
+    used = max(veu[i] for i, _ in pieces) + 1
     builder = _Builder(used, name)
-    inside = {n for i in ids for n in nodes_of[i]}
-    for i in ids:
-        for op in nodes_of[i]:
+    inside = {op for _, ops in pieces for op in ops}
+    for i, ops in pieces:
+        for op in ops:
             v = graph.index[op]
             preds = [p for p in graph.names_of(graph.pred[v]) if p in inside]
             builder.place(op, rops[op].fastest(1), [veu[i]], preds)
@@ -149,8 +166,9 @@ def _local_ops(graph, program: RProgram, external) -> dict:
 
 
 def _spill(program: RProgram, local: dict, graph, fast_bytes: int | None) -> None:
-    """Drop kept tensors, longest-lived first, until each vEU's packed region (the offsets
-    the backends will use, :func:`~tvm_ios.kernels.scratch.pack`) fits ``fast_bytes``."""
+    """Drop kept tensors, longest-lived first (on a tie the older), until each vEU's packed
+    region (the offsets the backends will use, :func:`~tvm_ios.kernels.scratch.pack`) fits
+    ``fast_bytes``."""
     if fast_bytes is None:
         return
     touches = {op: ([op], graph.names_of(graph.pred[graph.index[op]])) for op in program.ops}
@@ -166,24 +184,5 @@ def _spill(program: RProgram, local: dict, graph, fast_bytes: int | None) -> Non
             for op in writes + reads:
                 if local.get(op) == over[0]:
                     life[op] = (life.get(op, (t, t))[0], t)
-        victim = max(life, key=lambda op: (life[op][1] - life[op][0], op))
+        victim = max(life, key=lambda op: (life[op][1] - life[op][0], -life[op][0], op))
         del local[victim]
-
-
-def out_bytes(node) -> int:
-    """Bytes of a node's output tensor."""
-    return math.prod(node.shape) * itemsize(node.dtype)
-
-
-def offcore_bytes(graph: OpGraph, local: set = frozenset(), external: set = frozenset(),
-                  input_bytes: int = 0) -> int:
-    """Bytes an op-by-op execution moves through global memory: every op output not in
-    ``local`` written once and read once per reading op (``external`` outputs once more),
-    plus the model input."""
-    total = input_bytes
-    for v, node in enumerate(graph.nodes):
-        if node.name in local:
-            continue
-        readers = len(graph.names_of(graph.succ[v])) + (node.name in external)
-        total += out_bytes(node) * (1 + readers)
-    return total
