@@ -53,7 +53,9 @@ def test_small_dag_instances_run_as_rtasks_and_match():
     assert set(local.values()) == {0, 1}
     text = str(new[program.name])
     assert "rp_veu_scratch = T.sblock_alloc_buffer" in text
-    assert len(re.findall(r"_v[01] = T\.decl_buffer\(.*data=rp_veu_scratch\.data", text)) > 2
+    views = re.findall(r"_v([01]) = (?:T\.decl_buffer\(.*data=)?rp_veu_scratch\.(?:data|view)",
+                       text)
+    assert set(views) == {"0", "1"} and len(views) > 2
     traffic = record["rprogram"]["traffic"]
     assert traffic["rtasks"]["bytes"] < traffic["instances"]["bytes"]
     assert traffic["rtasks"]["kept_bytes"] > 0
