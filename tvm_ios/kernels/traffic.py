@@ -16,7 +16,7 @@ from tvm import relax
 from .. import _tvm
 from ..graph.extract import extract
 from ..graph.opinfo import itemsize
-from .regions import augment, binding_deps
+from .regions import _sources, augment, binding_deps
 
 __all__ = ["activation_traffic", "tensor_bytes"]
 
@@ -64,7 +64,7 @@ def activation_traffic(func: relax.Function, local: set = frozenset(),
         mine = [b for b, kk in kernel_of.items() if kk == k]
         sources: set = set()
         for b in mine:
-            sources |= _sources(b, deps, kernel_of, acts)
+            sources |= _sources(b, deps, {i: i for i in kernel_of})  # kernel outputs it reads
             read += sum(tensor_bytes(p) for p in params if _reads(bindings[b].value, {p}))
         read += sum(tensor_bytes(bindings[s].var) for s in sources
                     if kernel_of[s] != k and s not in local)
@@ -85,18 +85,3 @@ def _reads(value, params) -> bool:
     relax.analysis.post_order_visit(value, lambda n: found.append(n)
                                     if isinstance(n, relax.Var) and n in set(params) else None)
     return bool(found)
-
-
-def _sources(b: int, deps, kernel_of, acts) -> set:
-    """Kernel outputs binding ``b`` reads, looking through bindings that are no kernel."""
-    out, stack, seen = set(), [d for d in deps[b] if d in acts], set()
-    while stack:
-        d = stack.pop()
-        if d in seen:
-            continue
-        seen.add(d)
-        if d in kernel_of:
-            out.add(d)
-        else:
-            stack.extend(x for x in deps[d] if x in acts)
-    return out
