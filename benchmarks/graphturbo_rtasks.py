@@ -11,7 +11,8 @@ For each model, four builds for ``llvm`` of the same weights, run on the same ra
   only for the instances they read, their tensors kept in the vEU's scratch arena.
 
 They are timed in turn, round after round (the machine is shared and noisy), and the
-ratios of medians are printed. Also reported: the activation traffic through global memory
+ratios of medians are printed, with the cores each build kept busy while it was timed (CPU
+time over wall time: below 2 the vEUs did not get two cores) and the load average. Also reported: the activation traffic through global memory
 of the original, the instances one at a time and the rTasks (counted on the code), beside
 GraphTurbo's modelled off-core bytes (per layer and planned). The results file is written
 with its provenance (command, commit, CPU, versions, date).
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -124,16 +126,23 @@ def bench_model(model: str, args) -> dict:
         out = _flatten(run(exes[name], inputs))
         info[name]["max_abs_diff"] = max(float(abs(a - b).max()) for a, b in zip(ref, out))
     times = {name: [] for name in VARIANTS}
+    busy = {name: [] for name in VARIANTS}
+    load = os.getloadavg()
     for _ in range(args.rounds):
         for name in VARIANTS:
+            cpu, wall = _clocks()
             times[name].append(time_module(exes[name], inputs, number=args.number, repeat=1))
+            cpu2, wall2 = _clocks()
+            busy[name].append((cpu2 - cpu) / max(wall2 - wall, 1e-9))
     for name in VARIANTS:
         info[name]["ms"] = times[name]
         info[name]["median_ms"] = statistics.median(times[name])
+        info[name]["cores_busy"] = round(statistics.median(busy[name]), 2)
     base = info["tvm"]["median_ms"]
     figures = record["plan"]["figures"]
     traffic = record["rprogram"]["traffic"]
     result = {"model": model, "image_size": args.image_size, "batch": args.batch,
+              "loadavg_before_after": [list(load), list(os.getloadavg())],
               "threads": args.threads, "hw": args.hw, "builds": info,
               "ratios_vs_tvm": {n: info[n]["median_ms"] / base for n in VARIANTS},
               "rtasks_vs_wavefront": info["rtasks"]["median_ms"] / info["wavefront"]["median_ms"],
@@ -147,13 +156,20 @@ def bench_model(model: str, args) -> dict:
     return result
 
 
+def _clocks() -> tuple[float, float]:
+    """CPU time of this process (all threads) and wall time: their ratio over a timing is the
+    number of cores it kept busy (2 when both vEUs ran at once on a quiet machine)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, time.perf_counter()
+
+
 def _print(r: dict) -> None:
     print(f"  {r['sgs']} sub-graphs, {r['instances']} instances; "
           f"{len(r['builds']['rtasks']['programs'])} rPrograms")
     for name in VARIANTS:
         b = r["builds"][name]
         print(f"  {name:10s} {b['median_ms']:9.2f} ms  x{r['ratios_vs_tvm'][name]:.2f} of tvm  "
-              f"max_abs_diff {b['max_abs_diff']:.3g}")
+              f"max_abs_diff {b['max_abs_diff']:.3g}  cores busy {b['cores_busy']:.2f}")
     print(f"  rtasks / wavefront {r['rtasks_vs_wavefront']:.2f}, rtasks / instances "
           f"{r['rtasks_vs_instances']:.2f}")
     t = r["traffic_bytes"]
