@@ -172,7 +172,7 @@ class _RegionRewriter(_tvm.PyExprMutator):
             return
         for index in outside:
             self._emit(index)
-        result = self.builder_.emit(call, program.name)
+        result = self.builder_.emit(call, f"{program.name}_out")  # not the function's name
         for k, var in enumerate(outs):  # one output is returned as a tensor, not a tuple
             value = relax.TupleGetItem(result, k) if len(outs) > 1 else result
             self.builder_.emit_normalized(relax.VarBinding(var, value))
