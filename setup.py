@@ -22,6 +22,8 @@ setup(
         "tune": ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0"],
         "plot": ["matplotlib>=3.7"],
         "torch": ["torch==2.13.0"],
+        # the CPU table's baselines (benchmarks/cpu_latency.py): what a user would pick
+        "bench": ["torch==2.13.0", "onnx>=1.15", "onnxruntime>=1.17", "matplotlib>=3.7"],
         "dev": ["pytest>=7", "pytest-xdist>=3", "onnx>=1.15", "psutil", "cloudpickle",
                 "tornado", "xgboost-cpu>=2.0", "matplotlib>=3.7", "torch==2.13.0"],
     },

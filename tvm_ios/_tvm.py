@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import tvm
-from tvm import relax
+from tvm import relax, tirx  # noqa: F401  (tirx re-exported)
 from tvm.relax.expr_functor import PyExprMutator, mutator  # noqa: F401  (re-exported)
 
 Op = tvm.ir.Op  #: a primitive op (``relax.Call.op`` of ``R.nn.conv2d`` and the like)
@@ -36,6 +36,20 @@ def to_numpy(value: Any) -> np.ndarray | list:
     if hasattr(value, "numpy"):
         return value.numpy()
     return [to_numpy(v) for v in value]
+
+
+def llvm_system_cpu() -> str:
+    """The CPU name LLVM detects here (``znver4``): the ``mcpu`` of a tuned llvm target."""
+    return str(tvm.target.codegen.llvm_get_system_cpu())
+
+
+def __getattr__(name: str):
+    """Heavy TVM parts, imported on first use: ``_tvm.ms`` is ``tvm.s_tir.meta_schedule``."""
+    if name == "ms":
+        from tvm.s_tir import meta_schedule  # noqa: PLC0415
+
+        return meta_schedule
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_target(target: str | dict | Target) -> Target:
@@ -75,13 +89,30 @@ def device_exists(target: Target) -> bool:
         return False
 
 
+def _affinity() -> set:
+    import os  # noqa: PLC0415
+
+    return set(os.sched_getaffinity(0))
+
+
+#: The cores this process may use, read when tvm-ios is imported: TVM's thread pool, in its
+#: default mode, later pins the calling thread to one core, and the affinity then reads 1.
+_CORES_AT_IMPORT = _affinity()
+
+
+def usable_cores() -> list[int]:
+    """The cores this process may use (as at import, unless more are allowed now)."""
+    now = _affinity()
+    return sorted(now if len(now) > len(_CORES_AT_IMPORT) else _CORES_AT_IMPORT)
+
+
 def config_threads(num_threads: int, cores: Sequence[int] = ()) -> None:
     """Size the TVM thread pool of the calling thread (each Python thread has its own) and
     let its threads share ``cores`` (default: every core this process may use). TVM's
     default mode would pin the calling thread to core 0 in every pool."""
     import os  # noqa: PLC0415
 
-    cpus = [str(c) for c in (cores or sorted(os.sched_getaffinity(0)))]
+    cpus = [str(c) for c in (cores or usable_cores())]
     # mode -3: kSpecifyThreadShareAllCore, all threads of the pool share the listed cores
     tvm.get_global_func("runtime.config_threadpool")(-3, int(num_threads), cpus)
 

@@ -76,16 +76,25 @@ def _apply_variant(mod, variant: str, target, ios_options: dict):
 
     options = dict(ios_options)
     cost_model = AnalyticalCostModel(device=options.pop("device"))
+    kernels = options.pop("kernels", None)  # a kernel database's path (llvm): tuned kernels
+    if kernels is not None:
+        from ..kernels.kernel_db import KernelDB  # noqa: PLC0415
+
+        kernels = KernelDB(kernels)
     if variant == "ios-rprogram":
         from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
 
         rewritten = RProgramPass(options.get("policy", "ios"), cost_model=cost_model,
-                                 target=target)(mod)
+                                 target=target, kernels=kernels)(mod)
     else:
         from ..passes.ios_pass import IOSPass  # noqa: PLC0415
 
         rewritten = IOSPass(cost_model=cost_model, **options)(mod)
     schedule = schedule_of(rewritten)
+    if kernels is not None:
+        from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
+
+        rewritten = apply_kernels(rewritten, kernels, target)
     return rewritten, (schedule.to_dict() if schedule is not None else None)
 
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from .common import add_ios_options, add_model_options, load_model, write_json
+from .tune_kernels import add_kernels_option, kernels_of
 
 __all__ = ["add_parser", "build"]
 
@@ -30,6 +31,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--policy", choices=("ios", "wavefront"), default="ios",
                         help="rProgram policy with --engine rprogram (default ios)")
     parser.add_argument("--seed", type=int, default=0, help="seed of input and weight recipes")
+    add_kernels_option(parser)
     parser.add_argument("-o", "--output", required=True, help="artifact directory to write")
     parser.set_defaults(handler=build)
 
@@ -67,8 +69,12 @@ def build(args) -> int:
         ios_options = {"policy": args.policy}
     if ios_options is not None and args.device:
         ios_options["device"] = args.device
+    kernels = kernels_of(args, name) if "llvm" in str(args.target) else None
+    target = args.target
+    if kernels is not None and ios_options is not None:  # tuned: built for its CPU
+        ios_options["kernels"], target = str(kernels.path), kernels.target
     manifest = build_artifact(mod, params, args.output, model=name, batch=args.batch,
-                              target=args.target, seed=args.seed, ios_options=ios_options,
+                              target=target, seed=args.seed, ios_options=ios_options,
                               variant=variant, net=net)
     kernels = manifest.kernels["compiler"] if manifest.kernels else "none (CPU target)"
     print(f"{name} batch {manifest.batch} [{manifest.variant}] for {manifest.target_kind} "

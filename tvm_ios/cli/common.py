@@ -30,15 +30,20 @@ def add_ios_options(parser) -> None:
     parser.add_argument("--max-block-bound", type=float, default=None,
                         help="cut blocks whose transition bound C(n/d+2,2)^d exceeds this "
                              "(default 3e9; larger searches more, slower)")
-    parser.add_argument("--device", default="v100",
-                        help="device preset of the analytical cost model (v100, a100, h100, cpu)")
+    parser.add_argument("--device", default=None,
+                        help="device preset of the analytical cost model (v100, a100, h100, "
+                             "cpu; default v100, or cpu where the verb builds for llvm)")
 
 
-def make_cost_model(args):
-    """The cost model the options ask for."""
+def make_cost_model(args, target=None):
+    """The cost model the options ask for (the ``cpu`` preset for an llvm ``target`` unless
+    ``--device`` names one)."""
     from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415
 
-    return AnalyticalCostModel(args.device)
+    device = getattr(args, "device", None)
+    if device is None:
+        device = "cpu" if target is not None and "llvm" in str(target) else "v100"
+    return AnalyticalCostModel(device)
 
 
 def block_options(args) -> dict:

@@ -13,7 +13,7 @@ import sys
 __all__ = ["main", "COMMANDS"]
 
 #: Subcommand modules under ``tvm_ios.cli``, in the order ``--help`` lists them.
-COMMANDS = ("schedule", "run", "stats", "tune", "codegen", "pipeline", "graphturbo", "build",
+COMMANDS = ("schedule", "run", "stats", "tune", "tune_kernels", "codegen", "pipeline", "graphturbo", "build",
             "bench_run")
 
 

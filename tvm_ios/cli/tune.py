@@ -15,6 +15,7 @@ import sys
 import time
 
 from .common import add_ios_options, add_model_options, load_model, write_json
+from .tune_kernels import add_kernels_option, kernels_of
 
 __all__ = ["add_parser", "add_log_options", "tune_module", "log_cost_model", "StageProgress"]
 
@@ -28,6 +29,10 @@ def add_log_options(parser) -> None:
     parser.add_argument("--device-key", default=None,
                         help="device key in the log (default rpc:<key> or local:<host>)")
     parser.add_argument("--xgb-model", metavar="FILE", help="a saved XGBoost cost model")
+    parser.add_argument("--engine", choices=("rprogram", "sequential"), default="rprogram",
+                        help="how a concurrent stage of several groups runs, and so is measured:"
+                             " as one rProgram (default) or its groups back to back")
+    add_kernels_option(parser)
 
 
 def add_parser(subparsers) -> None:
@@ -77,13 +82,19 @@ class StageProgress:
         self.stream.flush()
 
 
-def _measurer(args):
+def _target(args, kernels):
+    """The measured target: the kernel database's (its CPU's llvm) when one is applied."""
+    return kernels.target if kernels is not None and "llvm" in str(args.target) \
+        else args.target
+
+
+def _measurer(args, kernels=None):
     from ..cost.measure import MeasureSettings, Measurer  # noqa: PLC0415
 
     settings = MeasureSettings(number=args.number, repeat=args.repeat,
                                min_repeat_ms=args.min_repeat_ms, warmup=args.warmup,
                                timeout_s=args.timeout, batch_size=args.batch_size)
-    return Measurer(args.target, getattr(args, "rpc_tracker", None),
+    return Measurer(_target(args, kernels), getattr(args, "rpc_tracker", None),
                     getattr(args, "rpc_key", None), settings, args.device_key)
 
 
@@ -95,7 +106,7 @@ def _predictor(args, model):
     from ..cost.hybrid import MIN_RECORDS  # noqa: PLC0415
     from ..cost.xgb import XGBCostModel  # noqa: PLC0415
 
-    device = "llvm" if "llvm" in str(args.target) else args.device
+    device = "llvm" if "llvm" in str(args.target) else (args.device or "v100")
     if args.xgb_model:
         return XGBCostModel.load(args.xgb_model)
     if args.cost == "hybrid":
@@ -112,9 +123,11 @@ def tune_module(mod, name: str, args, progress=None):
     from ..cost.measured import MeasuredCostModel  # noqa: PLC0415
     from ..schedule.ios import ios_schedule  # noqa: PLC0415
 
-    measurer = _measurer(args) if args.cost in ("measured", "hybrid") else None
-    model = MeasuredCostModel(mod, measurer, args.log, target=args.target,
-                              device_key=args.device_key, progress=progress)
+    kernels = kernels_of(args, name) if "llvm" in str(args.target) else None
+    measurer = _measurer(args, kernels) if args.cost in ("measured", "hybrid") else None
+    model = MeasuredCostModel(mod, measurer, args.log, target=str(_target(args, kernels)),
+                              device_key=args.device_key, progress=progress,
+                              engine=args.engine, kernels=kernels)
     graph = next(iter(model.extractions.values())).graph
     graph.name = name
     options = dict(max_group_size=args.max_group_size, max_num_groups=args.max_num_groups,
@@ -143,8 +156,10 @@ def log_cost_model(args, mod):
     from ..cost.hybrid import HybridCostModel  # noqa: PLC0415
     from ..cost.measured import MeasuredCostModel  # noqa: PLC0415
 
-    model = MeasuredCostModel(mod, None, args.log, target=args.target,
-                              device_key=args.device_key)
+    kernels = kernels_of(args) if "llvm" in str(args.target) else None
+    model = MeasuredCostModel(mod, None, args.log, target=str(_target(args, kernels)),
+                              device_key=args.device_key, engine=args.engine,
+                              kernels=kernels)
     args.cost = "xgb"
     return HybridCostModel(model, _predictor(args, model))
 

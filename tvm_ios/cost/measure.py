@@ -1,7 +1,9 @@
 """Build and time stage modules through TVM's meta_schedule builder and runners.
 
 Builds run in meta_schedule's ``LocalBuilder`` process pool with :func:`build_stage` (weights
-bound to random constants, weight-only arithmetic folded, ``tvm.compile``) and
+bound to random constants, weight-only arithmetic folded, a concurrent stage rewritten into
+its rProgram and tuned kernels applied where the stage module says so (:func:`prepare_stage`),
+``tvm.compile``) and
 :func:`export_stage`; both live in this importable module so the pool's workers do not
 import the tensor intrinsics the default build function needs (~27 s per worker). Runs go
 through ``LocalRunner`` or ``RPCRunner`` (a tracker and servers keyed as
@@ -25,6 +27,7 @@ import numpy as np
 from .. import _tvm
 
 __all__ = ["MeasureSettings", "MeasureResult", "MeasureError", "Measurer", "build_stage",
+           "prepare_stage",
            "export_stage", "alloc_rpc", "time_vm_local", "time_vm_rpc", "check_tracker"]
 
 logger = logging.getLogger(__name__)
@@ -62,9 +65,42 @@ class MeasureResult:
 
 
 def build_stage(mod, target, _params=None):
-    """meta_schedule ``f_build``: bind random weights, fold weight arithmetic, compile."""
+    """meta_schedule ``f_build``: :func:`prepare_stage`, then compile."""
+    return _tvm.compile_module(prepare_stage(mod, target), target)
+
+
+@functools.lru_cache(maxsize=8)
+def _kernel_db(path: str):
+    from ..kernels.kernel_db import KernelDB  # noqa: PLC0415
+
+    return KernelDB(path)
+
+
+def _kernels(path: str, target):
+    """The (cached) kernel database at ``path`` if it fits ``target``, else None (warned)."""
+    kernels = _kernel_db(path)
+    if kernels.matches(target):
+        return kernels
+    logger.warning("kernel database %s is for %s, the stage is built for %s: untuned", path,
+                   kernels.name, target)
+    return None
+
+
+def prepare_stage(mod, target):
+    """The module a stage's build compiles (it runs in a builder worker).
+
+    Weights are bound to random constants and weight-only arithmetic is folded; a module
+    marked ``tvm_ios.stage_engine = "rprogram"`` (a concurrent stage) is rewritten by
+    ``RProgramPass`` for ``target`` (one rProgram PrimFunc on llvm, one persistent kernel
+    on CUDA); a module naming a kernel database (``tvm_ios.kernels``) gets its tuned kernels
+    (llvm only).
+    """
     from tvm import relax  # noqa: PLC0415  (runs in a builder worker)
 
+    from .stage_module import ENGINE_ATTR, KERNELS_ATTR  # noqa: PLC0415
+
+    target = _tvm.make_target(target)
+    attrs = dict(mod.attrs) if mod.attrs is not None else {}
     func = mod["main"]
     num_input = int(func.attrs["num_input"]) if func.attrs is not None \
         and "num_input" in func.attrs else len(func.params)
@@ -73,9 +109,20 @@ def build_stage(mod, target, _params=None):
                               .astype(_tvm.dtype_of(p)))
                for p in list(func.params)[num_input:]}
     if binding:
-        mod = _tvm.IRModule({"main": func.bind_params(binding)})
+        mod = _tvm.IRModule({"main": func.bind_params(binding)}, attrs=mod.attrs)
         mod = relax.transform.FoldConstant()(mod)
-    return _tvm.compile_module(mod, target)
+    llvm = target.kind.name == "llvm"
+    kernels = _kernels(str(attrs[KERNELS_ATTR]), target) \
+        if KERNELS_ATTR in attrs and llvm else None
+    if str(attrs.get(ENGINE_ATTR, "")) == "rprogram":
+        from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
+
+        mod = RProgramPass("ios", target=target, kernels=kernels)(mod)
+    if kernels is not None:
+        from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
+
+        mod = apply_kernels(mod, kernels, target)
+    return mod
 
 
 def export_stage(executable) -> str:
@@ -173,6 +220,10 @@ class Measurer:
         if self._runner is not None:
             return
         ms, s = self._ms(), self.settings
+        if self.device_type == "cpu":  # builder and runner workers size TVM's pool from it:
+            # TVM's default on x86 is half the cores (it assumes hyper-threads), which would
+            # give a concurrent stage's rProgram one vEU here
+            os.environ.setdefault("TVM_NUM_THREADS", str(len(_tvm.usable_cores())))
         config = ms.runner.EvaluatorConfig(number=s.number, repeat=s.repeat,
                                            min_repeat_ms=s.min_repeat_ms)
         if self.rpc:

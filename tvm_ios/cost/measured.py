@@ -23,7 +23,7 @@ from .analytical import AnalyticalCostModel
 from .log import LogRecord, MeasureLog
 from .measure import MeasureError, Measurer
 from .signature import StageSigner
-from .stage_module import StageModule, stage_module
+from .stage_module import StageModule, stage_module, stage_tag
 
 __all__ = ["MeasuredCostModel", "StageRef", "canonical_groups"]
 
@@ -58,12 +58,19 @@ class MeasuredCostModel:
         device key a :class:`Measurer` would use).
     progress : callable, optional
         ``progress(counts)`` after each measurement, ``counts`` = measured/cached/predicted.
+    engine : {"rprogram", "sequential"}
+        How a concurrent stage of several groups is measured: as the rProgram it will run
+        (default), or its groups back to back.
+    kernels : KernelDB, optional
+        Tuned kernels every stage is built with (they are part of its identity in the log).
     """
 
     def __init__(self, source, measurer: Measurer | None = None, log=None,
                  target: str | None = None, device_key: str | None = None,
-                 progress: Callable[[dict], None] | None = None):
+                 progress: Callable[[dict], None] | None = None, engine: str = "rprogram",
+                 kernels=None):
         self.measurer = measurer
+        self.engine, self.kernels = engine, kernels
         self.log = log if isinstance(log, MeasureLog) else MeasureLog(log)
         probe = measurer or Measurer(target or "llvm", device_key=device_key)
         self.target, self.device_key = probe.target_str, probe.device_key
@@ -101,7 +108,8 @@ class MeasuredCostModel:
         fingerprint, signer = self._signer(graph)
         ident = (fingerprint, canonical_groups(groups), merge)
         if ident not in self.signatures:
-            self.signatures[ident] = signer.signature(ident[1], merge)
+            self.signatures[ident] = signer.signature(ident[1], merge) + \
+                stage_tag(ident[1], merge, self.engine, self.kernels)
         return self.signatures[ident]
 
     def stage(self, graph: OpGraph, groups: Sequence[Sequence[int]],
@@ -111,7 +119,7 @@ class MeasuredCostModel:
         ident = (fingerprint, canonical_groups(groups), merge)
         if ident not in self.modules:
             self.modules[ident] = stage_module(self.extractions[fingerprint], ident[1], merge,
-                                               signer)
+                                               signer, self.engine, self.kernels)
         return self.modules[ident]
 
     def lookup(self, stage: StageModule) -> float | None:
@@ -137,7 +145,8 @@ class MeasuredCostModel:
 
     # -- the CostModel protocol -----------------------------------------------------------
     def stage_latency(self, graph: OpGraph, groups: Sequence[Sequence[int]]) -> float:
-        """Measured latency of the groups (run back to back on llvm; see stage_module)."""
+        """Measured latency of the groups (as one rProgram, or back to back; see
+        :mod:`.stage_module`)."""
         return self._latency(graph, [sorted(g) for g in groups], False)
 
     def merged_latency(self, graph: OpGraph, ops: Sequence[int]) -> float | None:

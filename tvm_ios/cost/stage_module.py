@@ -12,11 +12,18 @@ returns every unit's output.
 * a merge stage: that module rewritten by the operator-merge emission of the schedule
   passes (:func:`tvm_ios.passes.apply_schedule.apply_to_function` with a one-stage merge
   schedule), so what is measured is exactly what the rewrite emits;
-* a concurrent stage: until the Rammer engine (one rProgram kernel per stage) exists, its
-  groups are emitted back to back and priced as they run on llvm, one after another.
+* a concurrent stage of two or more groups, with ``engine="rprogram"`` (the default): the
+  module carries a one-stage concurrent schedule and the attribute ``tvm_ios.stage_engine``;
+  :func:`~tvm_ios.cost.measure.prepare_stage` rewrites it with ``RProgramPass`` at build
+  time, so the stage is timed as it will run: one rProgram on the CPU vDevice (llvm) or one
+  persistent kernel (CUDA). With ``engine="sequential"`` its groups run back to back.
+
+With a kernel database (``kernels``) the module also carries its path
+(``tvm_ios.kernels``): the build applies its tuned kernels (serial ones inside the rProgram).
 
 The workload key is the structural hash of ``main`` (names do not count) and the input and
-weight shapes; with the target and device key it identifies a measurement in the log.
+weight shapes, plus a tag for the engine and kernels (:func:`stage_tag`); with the target and
+device key it identifies a measurement in the log.
 """
 from __future__ import annotations
 
@@ -34,7 +41,12 @@ from ..schedule.merge import merge_plan
 from ..schedule.schedule import Schedule, Stage
 from .signature import StageSigner
 
-__all__ = ["StageModule", "stage_module", "stage_description"]
+__all__ = ["StageModule", "stage_module", "stage_description", "stage_tag", "ENGINE_ATTR",
+           "KERNELS_ATTR"]
+
+#: Module attributes read by :func:`~tvm_ios.cost.measure.prepare_stage`.
+ENGINE_ATTR = "tvm_ios.stage_engine"
+KERNELS_ATTR = "tvm_ios.kernels"
 
 logger = logging.getLogger(__name__)
 
@@ -133,8 +145,39 @@ def stage_description(graph, groups: Sequence[Sequence[int]], merge: bool) -> di
                         for i in sorted(group)] for group in groups]}
 
 
+def stage_tag(groups: Sequence[Sequence[int]], merge: bool, engine: str = "rprogram",
+              kernels=None) -> str:
+    """What, besides its bindings, tells how a stage runs: ``-rp`` for a concurrent stage run
+    as an rProgram, ``-k<digest>`` for tuned kernels (database name and record counts, so a
+    database tuned further gets its stages measured again)."""
+    tag = "-rp" if engine == "rprogram" and not merge and len(groups) > 1 else ""
+    if kernels is not None:
+        tag += "-k" + kernels.fingerprint
+    return tag
+
+
+def _concurrent(mod, ext: Extraction, signer: StageSigner, groups, order):
+    """``mod`` with the stage recorded as one concurrent stage of its own op names."""
+    from ..passes.apply_schedule import record_schedule  # noqa: PLC0415  (passes import cost)
+
+    emitted: list[int] = []
+    for index in order:
+        unit = signer.owner.get(index)
+        if unit is not None and unit not in emitted:
+            emitted.append(unit)
+    inner = extract(mod["main"], name="main")
+    if len(inner.graph) != len(emitted):
+        logger.warning("stage %s: its module has %d ops, not %d; measured back to back",
+                       ext.graph.names_of(emitted), len(inner.graph), len(emitted))
+        return mod
+    name = {unit: inner.graph.nodes[k].name for k, unit in enumerate(emitted)}
+    stage = Stage([[name[i] for i in sorted(g)] for g in groups], "concurrent")
+    return record_schedule(mod, "main", Schedule([stage])).with_attr(ENGINE_ATTR, "rprogram")
+
+
 def stage_module(ext: Extraction, groups: Sequence[Sequence[int]], merge: bool = False,
-                 signer: StageSigner | None = None) -> StageModule:
+                 signer: StageSigner | None = None, engine: str = "rprogram",
+                 kernels=None) -> StageModule:
     """Build the standalone module of a stage of ``ext.graph``.
 
     Parameters
@@ -148,6 +191,10 @@ def stage_module(ext: Extraction, groups: Sequence[Sequence[int]], merge: bool =
     signer : StageSigner, optional
         The model's signer (caches per-binding facts across stages); its signature of the
         stage is stored on the result.
+    engine : {"rprogram", "sequential"}
+        How a concurrent stage of several groups runs (module docstring).
+    kernels : KernelDB, optional
+        Tuned kernels the stage's build applies.
     """
     ids = sorted(i for group in groups for i in group)
     if merge and merge_plan(ext.graph, ids) is None:
@@ -159,9 +206,14 @@ def stage_module(ext: Extraction, groups: Sequence[Sequence[int]], merge: bool =
     mod, inputs = _build_function(ext, bindings, outputs)
     if merge:
         mod = _merged(mod)
-    key = workload_key(mod, inputs)
+    tag = stage_tag(groups, merge, engine, kernels)
+    if "-rp" in tag:
+        mod = _concurrent(mod, ext, signer, groups, order)
+    if kernels is not None:
+        mod = mod.with_attr(KERNELS_ATTR, str(kernels.path))
+    key = workload_key(mod, inputs) + tag
     return StageModule(mod, key, inputs, stage_description(ext.graph, groups, merge),
-                       signer.signature(groups, merge))
+                       signer.signature(groups, merge) + tag)
 
 
 def _merged(mod):

@@ -39,7 +39,7 @@ class KernelStep:
     output: object  # the Relax Var the step writes
 
 
-def lower_bindings(bindings, output_var) -> list[KernelStep]:
+def lower_bindings(bindings, output_var, transform=None) -> list[KernelStep]:
     """Lower a unit's Relax bindings to TVM's fused PrimFuncs.
 
     Parameters
@@ -48,6 +48,9 @@ def lower_bindings(bindings, output_var) -> list[KernelStep]:
         The unit's bindings in order.
     output_var : relax.Var
         The unit's output; the last step writes it.
+    transform : callable, optional
+        ``transform(mod)`` of the lowered module before its steps are read (how tuned
+        kernels replace TVM's default ones: :func:`~.tuned_build.serial_kernels`).
     """
     defined = {b.var for b in bindings}
     params: list = []
@@ -63,6 +66,8 @@ def lower_bindings(bindings, output_var) -> list[KernelStep]:
             out = bb.emit_output(output_var)
         bb.emit_func_output(out)
     mod = tvm.transform.Sequential([p() for p in LOWERING])(bb.get())
+    if transform is not None:
+        mod = transform(mod)
     return _steps(mod, params, output_var)
 
 

@@ -28,6 +28,7 @@ from .. import _tvm
 from ..cost.analytical import AnalyticalCostModel
 from ..kernels.codegen_cpu import CPUBackendError, build_cpu_primfunc
 from ..kernels.roperator import estimate_roperators
+from ..kernels.tuned_build import serial_kernels
 from ..kernels.tvm_kernels import UnsupportedKernel, lower_bindings
 from ..kernels.vdevice import ResidencyError, cpu_vdevice, target_vdevice
 
@@ -36,12 +37,13 @@ __all__ = ["CPUBackend", "CUDABackend", "make_backend"]
 logger = logging.getLogger(__name__)
 
 
-def make_backend(target, num_veus: int | None):
-    """The backend of ``target`` (``llvm`` or a CUDA target)."""
+def make_backend(target, num_veus: int | None, kernels=None):
+    """The backend of ``target`` (``llvm`` or a CUDA target); ``kernels``: a kernel database
+    whose tuned kernels the CPU vDevice inlines (:mod:`tvm_ios.kernels.tuned_build`)."""
     target = _tvm.make_target(target)
     kind = target.kind.name
     if kind == "llvm":
-        return CPUBackend(num_veus)
+        return CPUBackend(num_veus, kernels)
     if kind == "cuda":
         return CUDABackend(target, num_veus)
     raise ValueError(f"RProgramPass: no rProgram backend for target kind {kind!r} "
@@ -57,11 +59,12 @@ class CPUBackend:
 
     errors = (UnsupportedKernel, CPUBackendError)
 
-    def __init__(self, num_veus: int | None = None):
+    def __init__(self, num_veus: int | None = None, kernels=None):
         if num_veus is not None:
             cpu_vdevice().check(num_veus, what="RProgramPass")  # one vEU per pool worker
         self.vdevice = cpu_vdevice(num_veus)
         self.device = "cpu"
+        self.transform = serial_kernels(kernels) if kernels is not None else None
 
     def rops(self, graph, members, bindings) -> dict:
         """Analytical CPU rOperators of every node."""
@@ -72,7 +75,7 @@ class CPUBackend:
         steps_of, outs = {}, []
         local = program.meta.get("local_ops", {})  # outputs kept on their vEU (instances)
         for op in ops:
-            steps_of[op] = lower_bindings(units[op], units[op][-1].var)
+            steps_of[op] = lower_bindings(units[op], units[op][-1].var, self.transform)
             if op not in local:
                 outs.append(units[op][-1].var)
         tensors, inputs = {}, []

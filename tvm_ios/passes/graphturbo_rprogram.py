@@ -63,18 +63,23 @@ class GraphTurboRProgramPass:
         :data:`~tvm_ios.kernels.instance_policy.INSTANCE_PROGRAM_OPS`).
     func_name : str
         The function to rewrite.
+    kernels : KernelDB, optional
+        Tuned kernels for the CPU vDevice's vEUs, as for
+        :class:`~tvm_ios.passes.rprogram_pass.RProgramPass` (tuned for whole ops: an
+        instance's op on a slice has another shape, found in the database only if tuned too).
     """
 
     def __init__(self, hw=None, target="llvm", num_veus: int | None = None,
                  order: str = "auto", oversize: str = "error",
-                 max_ops: int | None = INSTANCE_PROGRAM_OPS, func_name: str = "main"):
+                 max_ops: int | None = INSTANCE_PROGRAM_OPS, func_name: str = "main",
+                 kernels=None):
         self.hw = get_hw(hw if hw is not None else default_hw(target))
         self.split = _tvm.Sequential([
             GroupSubgraphs(self.hw, func_name),
             SplitInstances(order=order, oversize=oversize, func_name=func_name, outline=False),
             OrderInstances(func_name)])
         self.rewrite = RProgramPass("instances", num_veus=num_veus, func_name=func_name,
-                                    target=target, max_ops=max_ops)
+                                    target=target, max_ops=max_ops, kernels=kernels)
         self.func_name = func_name
 
     @property

@@ -59,14 +59,18 @@ class RProgramPass:
     max_ops : int, optional
         Most ops of one wavefront rProgram (default :data:`~tvm_ios.kernels.regions.
         MAX_PROGRAM_OPS`; None: unbounded).
+    kernels : KernelDB, optional
+        Tuned kernels for the CPU vDevice's vEUs (serial variants; see
+        :mod:`tvm_ios.kernels.tuned_build`).
     """
 
     def __init__(self, policy: str = "ios", num_veus: int | None = None, cost_model=None,
-                 func_name: str = "main", target="llvm", max_ops: int | None = MAX_PROGRAM_OPS):
+                 func_name: str = "main", target="llvm", max_ops: int | None = MAX_PROGRAM_OPS,
+                 kernels=None):
         if policy not in POLICIES:
             raise ValueError(f"RProgramPass: policy must be one of {POLICIES}, got {policy!r}")
         self.policy, self.func_name, self.max_ops = policy, func_name, max_ops
-        self.backend = make_backend(target, num_veus)
+        self.backend = make_backend(target, num_veus, kernels)
         self.vdevice = self.backend.vdevice
         self.cost_model = cost_model or default_cost_model(self.backend)
         self.programs: list = []  # the rPrograms built by the last run

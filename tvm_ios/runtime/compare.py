@@ -81,7 +81,8 @@ def _flatten(value) -> list[np.ndarray]:
 
 
 def compare_modules(original, rewritten, params: dict | None = None, target="llvm",
-                    seed: int = 0, timing: bool = False, repeat: int = 3) -> Comparison:
+                    seed: int = 0, timing: bool = False, repeat: int = 3,
+                    prepare=None, rewritten_target=None) -> Comparison:
     """Build both modules, run them on the same random input, compare outputs.
 
     Parameters
@@ -96,11 +97,17 @@ def compare_modules(original, rewritten, params: dict | None = None, target="llv
         Seed of the random inputs.
     timing : bool
         Also time both builds (median of ``repeat`` runs).
+    prepare : callable, optional
+        ``prepare(mod)`` of the rewritten module after its weights are bound (tuned kernels
+        are applied there: :func:`~tvm_ios.kernels.tuned_build.apply_kernels`).
+    rewritten_target : optional
+        Target of the rewritten build (default ``target``; a tuned build uses the database's).
     """
     target = _tvm.make_target(target)
     device = _tvm.device_for(target)
     exe_a = build(original, target, params)
-    exe_b = build(rewritten, target, params)
+    bound = _tvm.bind_params(rewritten, params or {})
+    exe_b = build(prepare(bound) if prepare else bound, rewritten_target or target)
     inputs = random_inputs(_tvm.bind_params(original, params or {}), seed=seed)
     out_a, out_b = _flatten(run(exe_a, inputs, device)), _flatten(run(exe_b, inputs, device))
     if len(out_a) != len(out_b) or any(a.shape != b.shape for a, b in zip(out_a, out_b)):

@@ -1,0 +1,203 @@
+"""The CPU table's provenance and its rendering (markdown table and bar chart) from JSON only.
+
+``provenance`` is taken when the run starts: command line, commit (and whether the tree was
+dirty), CPU model and cores, versions, date. ``tvm_ios.bench.provenance`` (the shared
+helper) is used when it is installed; the fields here are the same.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+COLUMNS = ("PyTorch eager", "torch.compile", "ONNX Runtime sequential",
+           "ONNX Runtime parallel", "TVM default", "TVM tuned sequential",
+           "tvm-ios stages (tuned)", "tvm-ios rProgram (tuned)")
+BASELINES = COLUMNS[:4]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _git(*args) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _cpu() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.lower().startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def provenance(argv) -> dict:
+    """Who measured: command, commit, machine, versions, date (taken at the start).
+
+    ``argv`` is the full command line (``sys.argv``). The shared helper
+    (``tvm_ios.bench.provenance``) is used when it exists; this fallback has its fields.
+    """
+    try:
+        from tvm_ios.bench.provenance import provenance as shared  # noqa: PLC0415
+        return shared(argv)
+    except ImportError:
+        pass
+    status = _git("status", "--porcelain") or ""
+    return {"command": " ".join(["python", *argv]), "script": "benchmarks/cpu_latency.py",
+            "commit": _git("rev-parse", "HEAD"), "dirty": bool(status.strip()),
+            "dirty_paths": [ln[3:] for ln in status.splitlines() if ln.strip()][:20],
+            "cpu": _cpu(), "cores": len(os.sched_getaffinity(0)), "host": platform.node(),
+            "platform": platform.platform(), "date": _now(), "versions": _versions()}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _versions() -> dict:
+    import importlib.metadata as md  # noqa: PLC0415
+
+    out = {"python": platform.python_version()}
+    for key, dist in (("tvm", "apache-tvm"), ("tvm_ffi", "apache-tvm-ffi"), ("numpy", "numpy"),
+                      ("tvm_ios", "tvm-ios"), ("torch", "torch"),
+                      ("onnxruntime", "onnxruntime"), ("onnx", "onnx"),
+                      ("xgboost", "xgboost-cpu")):
+        try:
+            out[key] = md.version(dist)
+        except md.PackageNotFoundError:
+            out[key] = None
+    return out
+
+
+def write_results(path, results, started: dict) -> Path:
+    """``{"provenance", "results"}`` to ``path`` (the shared helper's format, digest included)."""
+    try:
+        from tvm_ios.bench.provenance import write_results as shared  # noqa: PLC0415
+        return shared(path, results, started)
+    except ImportError:
+        pass
+    import hashlib  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    record = dict(started, versions=_versions(), finished=_now())
+    record["load_average_at_end"] = list(os.getloadavg())
+    text = json.dumps(results, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    record["results_sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"provenance": record, "results": results}, indent=1) + "\n")
+    return path
+
+
+def _ratio(row: dict, a: str, b) -> float | None:
+    names = [b] if isinstance(b, str) else list(b)
+    others = [row[n]["median_ms"] for n in names if "median_ms" in row.get(n, {})]
+    if "median_ms" not in row.get(a, {}) or not others:
+        return None
+    return min(others) / row[a]["median_ms"]
+
+
+def _cell(entry: dict) -> str:
+    if "median_ms" in entry:
+        return f"{entry['median_ms']:.2f}"
+    return "n/a" if "error" in entry else ""
+
+
+def render(document: dict, doc: str | None, source: str | None) -> str:
+    """Markdown: one table per thread count, ratios; with ``doc`` also a PNG bar chart."""
+    lines = []
+    results = document["results"]
+    prov = document.get("provenance")
+    if prov:
+        lines += [f"Measured {prov.get('date')} on {prov.get('cpu')} ({prov.get('cores')} cores)"
+                  f", commit `{str(prov.get('commit'))[:10]}`"
+                  f"{' (dirty tree)' if prov.get('dirty') else ''}; command: "
+                  f"`{prov.get('command')}`", ""]
+        load = prov.get("load_average_at_start")
+        if load:
+            lines += [f"Load average when it started: {load[0]:.1f} on {prov.get('cores')} "
+                      "cores" + (" (the machine was shared: figures are noisy, ratios were "
+                                 "measured side by side)" if load[0] > 1.0 else ""), ""]
+    threads = sorted({t for r in results.values() for t in r["threads"]}, key=int)
+    for t in threads:
+        lines += [f"### {t} thread{'s' if t != '1' else ''}, batch 1, median ms", "",
+                  "| model | " + " | ".join(COLUMNS) + " | rProgram vs best baseline | "
+                  "rProgram vs TVM tuned sequential |",
+                  "|" + " --- |" * (len(COLUMNS) + 3)]
+        for name, r in results.items():
+            row = r["threads"].get(t, {})
+            best = _ratio(row, "tvm-ios rProgram (tuned)", BASELINES)
+            tuned = _ratio(row, "tvm-ios rProgram (tuned)", "TVM tuned sequential")
+            cells = [_cell(row.get(c, {})) for c in COLUMNS]
+            cells += [f"{best:.2f}x" if best else "n/a", f"{tuned:.2f}x" if tuned else "n/a"]
+            lines.append(f"| {name} ({r['image_size']} px) | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += _profiles(results)
+    if doc:
+        chart = _chart(results, threads, Path(doc).with_suffix(".png"))
+        header = ["# CPU latency: tvm-ios against PyTorch, ONNX Runtime and TVM", "",
+                  f"Generated by `python benchmarks/cpu_latency.py --render {source} --doc "
+                  f"{doc}` from that file only; do not edit by hand.", ""]
+        text = "\n".join(header + lines + [f"![CPU latency]({chart.name})", ""])
+        Path(doc).write_text(text)
+    return "\n".join(lines)
+
+
+def _profiles(results: dict, top: int = 6) -> list[str]:
+    """Where the time goes (``--profile``): top kernels of the tuned TVM builds, top ops of
+    PyTorch eager, and the per-stage decisions of the rProgram build."""
+    lines = []
+    for name, r in results.items():
+        profile = r.get("profile") or {}
+        for col, rows in profile.items():
+            if not isinstance(rows, list) or not rows:
+                continue
+            total = sum(x.get("total_us", 0) for x in rows)
+            lines += [f"#### {name}: {col}, top {top} of {len(rows)} listed "
+                      f"({total / 1e3:.2f} ms in those)", "",
+                      "| kernel / op | calls | us per call | total us |", "| --- | --- | --- | --- |"]
+            lines += [f"| {x.get('kernel', x.get('op'))}{' (rProgram)' if x.get('rprogram') else ''}"
+                      f" | {x.get('calls', '')} | {x.get('us', '')} | {x.get('total_us', '')} |"
+                      for x in rows[:top]]
+            lines.append("")
+        decisions = [d for runs in r["info"].get("tvm-ios rProgram (tuned)", {}).values()
+                     for d in runs.get("fallback", [])]
+        if decisions:
+            kept = sum(d["kept"] == "concurrent" for d in decisions)
+            lines += [f"{name}: {kept} of {len(decisions)} concurrent-stage decisions kept the "
+                      "rProgram (stage costs: the stage log, else the roofline).", ""]
+    return lines
+
+
+def _chart(results: dict, threads: list, path: Path) -> Path:
+    import matplotlib  # noqa: PLC0415
+    import matplotlib.ticker  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    names = list(results)
+    fig, axes = plt.subplots(len(names), len(threads), figsize=(5.2 * len(threads),
+                                                                 3.0 * len(names)),
+                             squeeze=False)
+    for ax, (name, t) in zip(axes.flat, [(n, t) for n in names for t in threads]):
+        row = results[name]["threads"].get(t, {})
+        cols = [c for c in COLUMNS if "median_ms" in row.get(c, {})]
+        values = [row[c]["median_ms"] for c in cols]
+        colors = ["#999999" if c in BASELINES else "#4477aa" if c.startswith("TVM")
+                  else "#cc6677" for c in cols]
+        ax.barh(range(len(cols)), values, color=colors)
+        ax.set_yticks(range(len(cols)), cols, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xscale("log")  # baselines and untuned TVM differ by two orders
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel("median ms, log scale (lower is better)")
+        ax.set_title(f"{name} {results[name]['image_size']} px, {t} thread(s)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

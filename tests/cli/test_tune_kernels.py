@@ -1,0 +1,44 @@
+"""``tvm-ios tune-kernels`` and ``--kernels`` on bad input: clear errors, exit 2."""
+import importlib.util
+import socket
+import time
+
+from tvm_ios.cli import tune_kernels
+from tvm_ios.cli.main import main
+
+
+def test_missing_tuning_extra_is_one_line_naming_the_install(monkeypatch, capsys):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "xgboost" else real(name, *a))
+    assert main(["tune-kernels", "--model", "squeezenet", "--image-size", "32"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "xgboost" in err[0] and "pip install 'tvm-ios[tune]'" in err[0]
+
+
+def test_rpc_tracker_that_does_not_answer_fails_within_its_timeout(tmp_path, capsys):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    start = time.perf_counter()
+    code = main(["tune-kernels", "--model", "squeezenet", "--image-size", "32", "--db",
+                 str(tmp_path / "db"), "--trials", "1", "--timeout", "5",
+                 "--rpc-tracker", f"127.0.0.1:{port}", "--rpc-key", "k"])
+    assert code == 2
+    assert f"RPC tracker 127.0.0.1:{port} is unreachable" in capsys.readouterr().err
+    assert time.perf_counter() - start < 60
+
+
+def test_auto_kernels_for_another_cpu_warn_and_build_untuned(tmp_path, monkeypatch, caplog):
+    from tvm_ios.kernels import kernel_db
+
+    other = tmp_path / "llvm-skylake-2c" / "squeezenet-32"
+    kernel_db.KernelDB(other, {"kind": "llvm", "mcpu": "skylake", "num-cores": 2},
+                       create=True)
+    monkeypatch.setattr(kernel_db, "default_kernels_dir",
+                        lambda m, s, t=None, root=None: tmp_path / "llvm-here-2c" / f"{m}-{s}")
+
+    class Args:
+        kernels, model, image_size = "auto", "squeezenet", 32
+    assert tune_kernels.kernels_of(Args) is None
+    assert "skylake" in caplog.text and "building untuned" in caplog.text

@@ -1,0 +1,83 @@
+"""A concurrent stage is measured as it runs: one rProgram on llvm, one persistent kernel on
+CUDA (checked without a GPU); sequential engines and single groups stay as they were."""
+import re
+
+import numpy as np
+import pytest
+from tvm import relax
+
+from tvm_ios.bench.artifact import _cuda_sources
+from tvm_ios.cost.measure import build_stage, prepare_stage
+from tvm_ios.cost.measured import MeasuredCostModel
+from tvm_ios.cost.stage_module import ENGINE_ATTR, stage_module
+from tvm_ios.graph.extract import extract
+from tvm_ios.runtime.compare import random_inputs, run
+
+
+@pytest.fixture(scope="module")
+def ext(tiny):
+    return extract(tiny["main"])
+
+
+def _rprograms(mod) -> list[str]:
+    return [gv.name_hint for gv, f in mod.functions.items()
+            if f.attrs is not None and "tvm_ios.rprogram" in f.attrs]
+
+
+def _calls(mod, op_name: str) -> int:
+    found = []
+    relax.analysis.post_order_visit(
+        mod["main"], lambda e: found.append(e) if isinstance(e, relax.Call)
+        and getattr(e.op, "name", "") == op_name else None)
+    return len(found)
+
+
+def test_concurrent_stage_builds_as_one_rprogram_on_llvm(ext):
+    stage = stage_module(ext, [[0], [1], [2, 3]])
+    assert stage.key.endswith("-rp") and stage.signature.endswith("-rp")
+    mod = prepare_stage(stage.mod, "llvm")
+    assert len(_rprograms(mod)) == 1
+    assert _calls(mod, "relax.call_tir") == 1  # the whole stage is one kernel call
+
+
+def test_rprogram_stage_computes_what_its_groups_compute(ext):
+    concurrent = stage_module(ext, [[0], [1], [2, 3]])
+    sequential = stage_module(ext, [[0], [1], [2, 3]], engine="sequential")
+    x = random_inputs(concurrent.mod)
+    a = run(build_stage(concurrent.mod, "llvm"), x)
+    b = run(build_stage(sequential.mod, "llvm"), x)
+    for u, v in zip(a, b):
+        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-5)
+
+
+def test_sequential_engine_and_single_groups_are_not_rewritten(ext):
+    for stage in (stage_module(ext, [[0], [1]], engine="sequential"),
+                  stage_module(ext, [[2, 3]]),
+                  stage_module(ext, [[0], [1], [2]], merge=True)):
+        assert ENGINE_ATTR not in stage.mod.attrs
+        assert not _rprograms(prepare_stage(stage.mod, "llvm"))
+        assert not stage.key.endswith("-rp")
+
+
+def test_cuda_concurrent_stage_is_one_persistent_kernel(ext):
+    """#12 item 5: the module RPCRunner times for a CUDA stage holds one persistent kernel."""
+    stage = stage_module(ext, [[0], [1], [2, 3]])
+    target = "nvidia/nvidia-h100"
+    mod = prepare_stage(stage.mod, target)
+    assert _calls(mod, "relax.call_dps_packed") == 1
+    (lib,) = mod.attrs["external_mods"]
+    sources = _cuda_sources(build_stage(stage.mod, target))
+    kernels = {name for src in sources for name in
+               re.findall(r"__global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(", src)}
+    assert lib is not None and kernels == {"main_ios_stage0_kernel"}
+
+
+def test_measured_model_measures_the_rprogram(ext, measurer):
+    model = MeasuredCostModel(extract(ext.func), measurer)
+    graph = next(iter(model.extractions.values())).graph
+    latency = model.stage_latency(graph, [[0], [1]])
+    assert 0 < latency < float("inf")
+    (record,) = [r for r in model.log.records if r.key.endswith("-rp")]
+    assert record.signature == model.signature(graph, [[1], [0]])  # groups are a set
+    sequential = MeasuredCostModel(extract(ext.func), measurer, model.log, engine="sequential")
+    assert sequential.logged(graph, [[0], [1]]) is None  # a back-to-back figure is another

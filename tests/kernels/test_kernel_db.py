@@ -1,0 +1,86 @@
+"""Kernel databases: named by target, refused for another CPU, corrupt lines skipped by name."""
+import logging
+
+import pytest
+import tvm
+from tvm.script import ir as I
+from tvm.script import tirx as T
+
+from tvm_ios.kernels.kernel_db import (KernelDB, KernelDBError, host_target, open_kernels,
+                                       serial_target, target_name)
+
+ms = pytest.importorskip("tvm.s_tir.meta_schedule")
+
+
+@I.ir_module
+class AddOne:
+    @T.prim_func(s_tir=True)
+    def main(a: T.Buffer((16,), "float32"), b: T.Buffer((16,), "float32")):
+        for i in range(16):
+            with T.sblock("b"):
+                vi = T.axis.spatial(16, i)
+                b[vi] = a[vi] + T.float32(1)
+
+
+def _db_with_one_record(path, target):
+    kernels = KernelDB(path, target, create=True)
+    db = kernels.database("parallel", writable=True)
+    workload = db.commit_workload(AddOne)
+    trace = tvm.s_tir.Schedule(AddOne).trace
+    db.commit_tuning_record(ms.database.TuningRecord(trace, workload, [1e-6],
+                                                     kernels.target_for("parallel")))
+    kernels.close()
+    return KernelDB(path)
+
+
+def test_targets_are_this_cpu_and_named_by_it():
+    target = host_target(2)
+    assert target.attrs["mcpu"] == tvm.target.codegen.llvm_get_system_cpu()
+    assert target_name(target) == f"llvm-{target.attrs['mcpu']}-2c"
+    assert int(serial_target(target).attrs["num-cores"]) == 1
+
+
+def test_database_for_another_cpu_warns_naming_both_and_is_not_applied(tmp_path, caplog):
+    other = {"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2}
+    KernelDB(tmp_path, other, create=True)
+    with caplog.at_level(logging.WARNING):
+        assert open_kernels(tmp_path, host_target(2)) is None
+    message = caplog.text
+    assert "skylake-avx512" in message and tvm.target.codegen.llvm_get_system_cpu() in message
+    assert "untuned" in message
+    assert open_kernels(tmp_path, other) is not None  # the same target is accepted
+
+
+def test_corrupt_line_is_skipped_and_named(tmp_path, caplog):
+    kernels = _db_with_one_record(tmp_path, host_target(2))
+    records = tmp_path / "parallel" / "database_tuning_record.json"
+    good = records.read_text()
+    records.write_text(good + "{not json\n")
+    with caplog.at_level(logging.WARNING):
+        db = kernels.database("parallel")
+    assert f"{records}: skipped corrupt line(s) 2" in caplog.text
+    assert len(db.get_all_tuning_records()) == 1
+    assert records.read_text() == good + "{not json\n"  # reading never rewrites the file
+    kernels.close()
+    kernels.database("parallel", writable=True)  # tuning: the bad line moves aside
+    assert records.read_text() == good
+    assert (tmp_path / "parallel" / "database_tuning_record.json.corrupt").read_text() \
+        == "{not json\n"
+
+
+def test_a_directory_without_target_json_is_refused(tmp_path):
+    with pytest.raises(KernelDBError, match="not a kernel database"):
+        KernelDB(tmp_path)
+    assert open_kernels(tmp_path / "missing", quiet_missing=True) is None
+
+
+def test_packed_database_is_what_a_checkout_carries(tmp_path):
+    kernels = _db_with_one_record(tmp_path, host_target(2))
+    packed = kernels.pack()
+    assert sorted(p.name for p in packed) == ["database_tuning_record.json.gz",
+                                              "database_workload.json.gz"]
+    for p in packed:
+        p.with_suffix("").unlink()  # a fresh checkout: only the .gz files
+    fresh = KernelDB(tmp_path)
+    assert fresh.num_records("parallel") == 1
+    assert len(fresh.database("parallel").get_all_tuning_records()) == 1

@@ -1,0 +1,111 @@
+"""Kernel tuning, for real and tiny: one small convolution, a few trials per variant.
+
+The tuned database must change the kernels that run (sequential build and vEU kernels
+inlined into an rProgram), leave the outputs equal, and resume rather than start over.
+"""
+import numpy as np
+import pytest
+import tvm
+
+from tvm_ios.kernels.kernel_db import KernelDB, host_target
+from tvm_ios.kernels.tuned_build import TUNED_ATTR, apply_kernels, tuned_functions
+from tvm_ios.kernels.tuning import kernel_tasks, tune_kernels
+from tvm_ios.passes.rprogram_pass import RProgramPass
+from tvm_ios.runtime.compare import random_inputs, run
+from tvm_ios.testing import dag_model
+
+pytest.importorskip("xgboost", reason="kernel tuning needs the tune extra "
+                                      "(pip install 'tvm-ios[tune]')")
+
+
+class Concurrent:
+    """Prices a stage by its longest group: IOS runs independent ops together."""
+
+    def stage_latency(self, graph, groups):
+        return 10.0 * max(len(g) for g in groups)
+
+    def merged_latency(self, graph, ops):
+        return None
+
+
+@pytest.fixture(scope="module")
+def model():
+    """Two independent 3x3 convolutions of one input (same workload), then their sum."""
+    return dag_model(seed=1, num_ops=2, channels=8, size=8, p=0.0)[0]
+
+
+@pytest.fixture(scope="module")
+def tuned(model, tmp_path_factory):
+    kernels = KernelDB(tmp_path_factory.mktemp("kdb"), host_target(), create=True)
+    reports = tune_kernels(model, kernels, trials=4, min_repeat_ms=1)
+    return kernels, reports
+
+
+def _primfunc_scripts(mod) -> dict:
+    return {gv.name_hint: f.script() for gv, f in mod.functions.items()
+            if isinstance(f, tvm.tirx.PrimFunc)}
+
+
+def test_tasks_are_the_kernels_the_builds_call(model, tuned):
+    kernels, _ = tuned
+    parallel = kernel_tasks(model, kernels, "parallel")
+    serial = kernel_tasks(model, kernels, "serial")
+    assert any("conv2d" in t.task_name for t in parallel)
+    assert len(serial) == 1 and serial[0].weight == 2  # one conv workload, used by both ops
+    assert all(int(t.target.attrs["num-cores"]) == 1 for t in serial)
+
+
+def test_tuning_writes_records_and_resumes(model, tuned):
+    kernels, reports = tuned
+    assert [r.variant for r in reports] == ["parallel", "serial"]
+    assert all(r.records >= 4 for r in reports)
+    again = tune_kernels(model, kernels, trials=4)
+    assert all(r.trials == 0 for r in again)  # enough records: nothing measured again
+    assert kernels.meta["target"]["mcpu"] == tvm.target.codegen.llvm_get_system_cpu()
+
+
+def test_database_changes_the_sequential_kernels(model, tuned):
+    kernels, _ = tuned
+    untuned = apply_kernels(model, None, kernels.target)
+    tuned_mod = apply_kernels(model, kernels)
+    assert tuned_functions(untuned)[0] == 0
+    assert tuned_functions(tuned_mod)[0] >= 1
+    changed = [name for name, script in _primfunc_scripts(tuned_mod).items()
+               if script != _primfunc_scripts(untuned).get(name)]
+    assert changed and all(f.attrs.get(TUNED_ATTR) for gv, f in tuned_mod.functions.items()
+                           if gv.name_hint in changed)
+    x = random_inputs(model)
+    a = run(tvm.compile(untuned, kernels.target), x)
+    b = run(tvm.compile(tuned_mod, kernels.target), x)
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_database_changes_the_vEU_kernels_of_an_rprogram(model, tuned):
+    kernels, _ = tuned
+    mods = [RProgramPass("ios", cost_model=Concurrent(), kernels=k)(model)
+            for k in (None, kernels)]
+    programs = [[f for _, f in m.functions.items() if f.attrs is not None
+                 and "tvm_ios.rprogram" in f.attrs] for m in mods]
+    assert [len(p) for p in programs] == [1, 1]
+    untuned, tuned_prog = (p[0].script() for p in programs)
+    assert untuned != tuned_prog
+    assert "T.vectorized" in tuned_prog and "T.vectorized" not in untuned
+    assert tuned_prog.count("T.parallel") == 1  # only the vEU loop: kernels are serial
+    x = random_inputs(model)
+    ref = run(tvm.compile(model, "llvm"), x)
+    out = run(tvm.compile(apply_kernels(mods[1], kernels), kernels.target), x)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_ios_pipeline_applies_the_database(model, tuned):
+    from tvm_ios.pipeline import ios_pipeline
+
+    kernels, _ = tuned  # (no merges: a merged convolution is another kernel, not tuned here)
+    with kernels.target:
+        lowered = ios_pipeline(kernels=kernels, strategy="parallel")(model)
+        untuned = ios_pipeline(strategy="parallel")(model)
+    assert tuned_functions(lowered)[0] >= 1 and tuned_functions(untuned)[0] == 0
+    x = random_inputs(model)
+    pipeline = ios_pipeline(kernels=kernels, strategy="parallel")
+    out = run(tvm.compile(model, kernels.target, relax_pipeline=pipeline), x)
+    np.testing.assert_allclose(out, run(tvm.compile(model, "llvm"), x), rtol=1e-4, atol=1e-4)

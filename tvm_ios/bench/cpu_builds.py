@@ -1,0 +1,95 @@
+"""The TVM builds of the CPU comparison, from one Relax module with its weights bound.
+
+* ``TVM default``: ``tvm.compile(mod, "llvm")``, what a TVM user gets without tuning;
+* ``TVM tuned sequential``: legalized, fused, the kernel database's parallel kernels
+  applied, compiled for the database's target (:func:`~tvm_ios.kernels.tuned_build.
+  apply_kernels`);
+* ``tvm-ios stages (tuned)``: IOS stages (merges included) one kernel at a time, tuned;
+* ``tvm-ios rProgram (tuned)``: IOS without merges, stages never slower than sequential
+  (:func:`~tvm_ios.cost.fallback.rprogram_schedule`), each concurrent stage one rProgram of
+  ``num_veus`` vEUs running the database's serial kernels, the other ops tuned.
+
+:func:`stage_cost_model` prices stages with the stage log kept beside the database
+(``stages.jsonl``, measured with its kernels by ``tvm-ios tune --kernels``) where it has
+them, and with the CPU roofline, scaled to the logged figures, elsewhere.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import tvm
+
+from ..cost.analytical import AnalyticalCostModel
+from ..cost.fallback import rprogram_schedule
+from ..cost.hybrid import HybridCostModel
+from ..cost.measured import MeasuredCostModel
+from ..kernels.tuned_build import apply_kernels, tuned_functions
+from ..passes.apply_schedule import schedule_of
+from ..passes.ios_pass import IOSPass
+from ..passes.rprogram_pass import RProgramPass
+
+__all__ = ["stage_cost_model", "build_default", "build_tuned", "build_stages",
+           "build_rprogram", "STAGE_LOG"]
+
+logger = logging.getLogger(__name__)
+
+#: The stage log kept in a kernel database directory.
+STAGE_LOG = "stages.jsonl"
+
+
+def stage_cost_model(mod, kernels, engine: str = "rprogram", log: str | Path | None = None):
+    """Logged stage figures (measured with ``kernels``), the CPU roofline for the rest."""
+    path = Path(log) if log else (kernels.path / STAGE_LOG if kernels is not None else None)
+    if path is None or not path.is_file():
+        return AnalyticalCostModel("cpu")
+    target = str(kernels.target) if kernels is not None else "llvm"
+    measured = MeasuredCostModel(mod, None, path, target=target, engine=engine,
+                                 kernels=kernels)
+    hybrid = HybridCostModel(measured, AnalyticalCostModel("cpu"))
+    hybrid.calibrate()
+    return hybrid
+
+
+def build_default(mod):
+    """TVM's default llvm build."""
+    return tvm.compile(mod, target="llvm")
+
+
+def _compile_tuned(mod, kernels, info: dict):
+    target = kernels.target if kernels is not None else "llvm"
+    mod = apply_kernels(mod, kernels, target)
+    info["tuned_kernels"], info["kernels"] = tuned_functions(mod)
+    executable = tvm.compile(mod, target=target)
+    info["_module"], info["_executable"] = mod, executable  # for profiles; not plain data
+    return executable
+
+
+def build_tuned(mod, kernels, info: dict | None = None):
+    """TVM tuned sequential (fused; untuned kernels where the database has none)."""
+    return _compile_tuned(mod, kernels, info if info is not None else {})
+
+
+def build_stages(mod, kernels, cost=None, info: dict | None = None, **ios_options):
+    """IOS stages one kernel at a time, tuned kernels."""
+    info = info if info is not None else {}
+    cost = cost or stage_cost_model(mod, kernels, engine="sequential")
+    scheduled = IOSPass(cost, **ios_options)(mod)
+    schedule = schedule_of(scheduled)
+    info["stages"] = len(schedule.stages) if schedule else None
+    return _compile_tuned(scheduled, kernels, info)
+
+
+def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = None,
+                   **ios_options):
+    """Concurrent stages as rPrograms of ``num_veus`` vEUs, tuned kernels."""
+    info = info if info is not None else {}
+    cost = cost or stage_cost_model(mod, kernels, engine="rprogram")
+    info["fallback"] = []
+    recorded = rprogram_schedule(mod, cost, decisions=info["fallback"], **ios_options)
+    rewrite = RProgramPass("ios", num_veus=num_veus if num_veus > 1 else None, cost_model=cost,
+                           kernels=kernels)
+    rewritten = rewrite(recorded) if num_veus > 1 else recorded
+    info["rprograms"] = len(rewrite.programs) if num_veus > 1 else 0
+    info["veus"] = num_veus
+    return _compile_tuned(rewritten, kernels, info)

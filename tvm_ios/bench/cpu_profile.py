@@ -1,0 +1,90 @@
+"""Where the time goes: per-kernel times of a TVM build, per-op times of PyTorch eager.
+
+TVM 0.27's Relax VM has no profiler, so :func:`kernel_profile` times every PrimFunc of the
+compiled library on its own (``time_evaluator`` on random arguments of its buffer shapes)
+and multiplies by the number of calls ``main`` makes: rProgram kernels (a whole concurrent
+stage) and single-op kernels, largest total first. :func:`torch_profile` reads
+``torch.profiler``'s per-op averages.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from tvm import relax
+
+from .. import _tvm
+
+__all__ = ["kernel_profile", "torch_profile"]
+
+logger = logging.getLogger(__name__)
+
+
+def _calls(mod) -> dict:
+    counts: dict = {}
+
+    def visit(expr):
+        if isinstance(expr, relax.Call) and getattr(expr.op, "name", "") == "relax.call_tir":
+            name = expr.args[0].name_hint
+            counts[name] = counts.get(name, 0) + 1
+    relax.analysis.post_order_visit(mod["main"], visit)
+    return counts
+
+
+def _libraries(module) -> list:
+    out, queue = [], [module]
+    while queue:
+        m = queue.pop(0)
+        out.append(m)
+        queue.extend(m.imports)
+    return out
+
+
+def _has(module, name: str) -> bool:
+    try:
+        return module.get_function(name, query_imports=False) is not None
+    except Exception:  # noqa: BLE001  (tvm raises when absent)
+        return False
+
+
+def kernel_profile(mod, executable, threads: int, top: int = 15, number: int = 5) -> list:
+    """``[{"kernel", "calls", "us", "total_us", "rprogram"}]`` of the build of ``mod``."""
+    _tvm.config_threads(threads)
+    device = _tvm.cpu()
+    libs = _libraries(executable.mod)
+    rng = np.random.default_rng(0)
+    rows = []
+    for name, count in _calls(mod).items():
+        func = mod[name]
+        args = [_tvm.tensor(rng.standard_normal([int(d) for d in p.shape]).astype(str(p.dtype)),
+                            device) for p in func.params]  # (0.27: params are buffers)
+        lib = next((m for m in libs if _has(m, name)), None)
+        if lib is None:
+            logger.info("kernel %s is not in the library", name)
+            continue
+        try:
+            timer = lib.time_evaluator(name, device, number=number, repeat=3)
+            us = float(np.median(timer(*args).results)) * 1e6
+        except Exception as err:  # noqa: BLE001  (a kernel the library does not export)
+            logger.info("kernel %s not timed: %s", name, err)
+            continue
+        rows.append({"kernel": name, "calls": count, "us": round(us, 1),
+                     "total_us": round(us * count, 1),
+                     "rprogram": bool(func.attrs is not None and "tvm_ios.rprogram" in func.attrs)})
+    rows.sort(key=lambda r: -r["total_us"])
+    return rows[:top] + ([{"kernel": f"({len(rows) - top} more)", "total_us": round(
+        sum(r["total_us"] for r in rows[top:]), 1)}] if len(rows) > top else [])
+
+
+def torch_profile(run, x, top: int = 15) -> list:
+    """``[{"op", "calls", "total_us"}]`` of PyTorch eager's ops (self CPU time)."""
+    import torch  # noqa: PLC0415
+
+    run(x)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(5):
+            run(x)
+    rows = [{"op": e.key, "calls": e.count // 5, "total_us": round(e.self_cpu_time_total / 5, 1)}
+            for e in prof.key_averages()]
+    rows.sort(key=lambda r: -r["total_us"])
+    return rows[:top]

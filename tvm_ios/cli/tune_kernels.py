@@ -1,0 +1,149 @@
+"""``tvm-ios tune-kernels``: tune the kernels a model's builds call, with TVM's meta_schedule.
+
+    tvm-ios tune-kernels --model inception_v3 --image-size 75 --trials 600
+    tvm-ios tune-kernels --model squeezenet --db DIR --rpc-tracker 127.0.0.1:9190 --rpc-key k
+
+The database (TVM's JSON format, append-only; a rerun resumes up to ``--trials`` per
+variant) defaults to ``benchmarks/kernels/<target name>/<model>-<size>/`` of the checkout,
+the directory ``tvm-ios run`` and the other verbs find with ``--kernels auto``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+
+from .common import add_model_options, load_model, write_json
+
+__all__ = ["add_parser", "add_kernels_option", "kernels_of", "missing_tune_extra"]
+
+TUNE_MODULES = ("xgboost", "psutil", "cloudpickle")
+
+
+def add_parser(subparsers) -> None:
+    """Register ``tune-kernels``."""
+    parser = subparsers.add_parser(
+        "tune-kernels", help="tune the model's kernels (sequential and vEU variants) with "
+                             "TVM's meta_schedule into a kernel database")
+    add_model_options(parser)
+    parser.add_argument("--target", default=None,
+                        help="llvm target (default: this CPU, e.g. llvm -mcpu=znver4 with "
+                             "its core count); only llvm is supported")
+    parser.add_argument("--db", metavar="DIR", default=None,
+                        help="kernel database directory (default benchmarks/kernels/<target "
+                             "name>/<model>-<size>)")
+    parser.add_argument("--trials", type=int, default=500,
+                        help="measured candidates per variant in total, records already in "
+                             "the database included (default 500)")
+    parser.add_argument("--variants", nargs="+", choices=("parallel", "serial"),
+                        default=["parallel", "serial"],
+                        help="parallel: the sequential build's kernels; serial: one-core "
+                             "kernels the CPU vDevice inlines into vEUs (default both)")
+    parser.add_argument("--all-ops", action="store_true",
+                        help="tune every kernel, not only those with a convolution or matmul")
+    parser.add_argument("--rpc-tracker", metavar="HOST:PORT", help="time on RPC servers")
+    parser.add_argument("--rpc-key", help="device key of the RPC servers")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds per candidate run and for the tracker to answer")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the search")
+    parser.set_defaults(handler=run)
+
+
+def add_kernels_option(parser, default=None) -> None:
+    """``--kernels DIR|auto|none``: the kernel database every build of the verb applies."""
+    parser.add_argument("--kernels", metavar="DIR", default=default,
+                        help="kernel database of `tvm-ios tune-kernels` applied to every "
+                             "build (auto: the committed one for this model, size and CPU, if "
+                             f"any; none: untuned; default {default or 'none'})")
+
+
+def kernels_of(args, name: str | None = None):
+    """The :class:`~tvm_ios.kernels.kernel_db.KernelDB` of ``--kernels`` for this machine,
+    or None (untuned: none asked, none found, or tuned for another target, with a warning)."""
+    from ..kernels.kernel_db import default_kernels_dir, open_kernels  # noqa: PLC0415
+
+    spec = getattr(args, "kernels", None)
+    if spec in (None, "none"):
+        return None
+    if spec == "auto":
+        path = default_kernels_dir(name or args.model, args.image_size)
+        if not path.is_dir():  # tuned for another CPU only: open_kernels warns, naming both
+            others = sorted(path.parents[1].glob(f"*/{path.name}/target.json"))
+            if not others:
+                return None
+            path = others[0].parent
+        return open_kernels(path)
+    return open_kernels(spec)
+
+
+def missing_tune_extra() -> str | None:
+    """The tuning modules that are not installed, as one line, or None."""
+    missing = [m for m in TUNE_MODULES if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (f"kernel tuning needs {', '.join(missing)}: pip install 'tvm-ios[tune]' "
+            "(or: pip install xgboost-cpu psutil cloudpickle tornado)")
+
+
+class _Bar:
+    def __init__(self, stream=None):
+        self.stream, self.start = stream or sys.stderr, time.perf_counter()
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.last = -1.0
+
+    def __call__(self, variant: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if not self.tty and done < total and now - self.last < 15:
+            return
+        self.last = now
+        filled = int(30 * done / max(total, 1))
+        line = (f"tune-kernels {variant} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} "
+                f"trials, {now - self.start:.0f}s")
+        self.stream.write(("\r" if self.tty else "") + line + ("" if self.tty and done < total
+                                                               else "\n"))
+        self.stream.flush()
+
+
+def run(args) -> int:
+    """Tune, print one line per variant; ``--json`` writes the reports."""
+    missing = missing_tune_extra()
+    if missing:
+        print(f"tvm-ios tune-kernels: error: {missing}", file=sys.stderr)
+        return 2
+    from .. import _tvm  # noqa: PLC0415
+    from ..cost.measure import MeasureError, _parse_tracker, check_tracker  # noqa: PLC0415
+    from ..kernels.kernel_db import KernelDB, default_kernels_dir, host_target  # noqa
+    from ..kernels.tuning import tune_kernels  # noqa: PLC0415
+
+    target = _tvm.make_target(args.target) if args.target else host_target()
+    if target.kind.name != "llvm":
+        raise ValueError(f"tune-kernels tunes llvm kernels; target {args.target!r} is "
+                         f"{target.kind.name}")
+    rpc = _parse_tracker(args.rpc_tracker, args.rpc_key) if args.rpc_tracker else None
+    try:
+        if rpc is not None:  # before anything slow: the tracker must answer first
+            check_tracker(*rpc, timeout_s=args.timeout)
+    except MeasureError as err:
+        print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
+        return 2
+    mod, params, name = load_model(args)
+    mod = _tvm.bind_params(mod, params)
+    path = args.db or default_kernels_dir(name, args.image_size, target)
+    kernels = KernelDB(path, target, create=True)
+    if not kernels.matches(target):
+        raise ValueError(f"{path} holds kernels for {kernels.name}, not {target}: pick "
+                         "another --db")
+    try:
+        reports = tune_kernels(mod, kernels, args.variants, args.trials, rpc, _Bar(),
+                               seed=args.seed, anchors_only=not args.all_ops,
+                               timeout_s=args.timeout)
+    except MeasureError as err:
+        print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
+        return 2
+    kernels.pack()  # the .gz copies are what a checkout carries
+    for r in reports:
+        print(f"{name} {r.variant}: {r.tasks} tasks, {r.trials} trials measured now, "
+              f"{r.records} records in {path}, {r.wall_s:.0f}s")
+    write_json(args.json, {"db": str(path), "target": kernels.name,
+                           "reports": [vars(r) for r in reports]})
+    return 0

@@ -1,0 +1,274 @@
+"""Databases of TVM-tuned kernels: where they live, which CPU they fit, how a build uses them.
+
+A kernel database is a directory holding two meta_schedule JSON databases (TVM's own format,
+``database_workload.json`` and ``database_tuning_record.json``, one JSON document a line,
+append-only) and a ``target.json`` naming the target they were tuned for:
+
+* ``parallel/``: kernels tuned for the whole CPU (``num-cores`` = the cores), what the
+  sequential build and every single-op stage call;
+* ``serial/``: kernels tuned with one core and no ``parallel`` loop, what a vEU of the CPU
+  vDevice runs inside an rProgram (a kernel inside a vEU runs on that vEU's thread only).
+
+:func:`host_target` is the target a tuned build uses here (``mcpu`` of this CPU, its core
+count); :func:`target_name` names a directory after it (``llvm-znver4-2c``). A database
+tuned for another target is not applied: :func:`open_kernels` warns, naming both, and the
+build stays untuned. A line that is not valid JSON is skipped with its file and line named. What is committed
+are gzip copies of the JSON files (:meth:`KernelDB.pack`), unpacked on first use.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .. import _tvm
+
+__all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_name",
+           "open_kernels", "default_kernels_dir", "MATCH_KEYS"]
+
+logger = logging.getLogger(__name__)
+
+FILES = ("database_workload.json", "database_tuning_record.json")
+VARIANTS = ("parallel", "serial")
+#: Target attributes that must agree for a database to be applied.
+MATCH_KEYS = ("kind", "mcpu", "mattr", "num-cores")
+
+
+class KernelDBError(ValueError):
+    """A kernel database that cannot be opened (missing, or not a database at all)."""
+
+
+def host_target(num_cores: int | None = None):
+    """The llvm target of this CPU: ``mcpu`` as LLVM detects it, ``num-cores`` = usable cores.
+
+    (A string target with flags is rejected by TVM 0.27 and ``mcpu=native`` falls back to
+    a generic CPU, so the target is a dict.)
+    """
+    cores = num_cores or len(_tvm.usable_cores())
+    return _tvm.make_target({"kind": "llvm", "mcpu": _tvm.llvm_system_cpu(),
+                             "num-cores": int(cores)})
+
+
+def serial_target(target):
+    """``target`` with one core: what the serial (vEU) variants are tuned for."""
+    spec = _tvm.target_to_dict(_tvm.make_target(target))
+    spec = {k: v for k, v in spec.items() if k in ("kind", "mcpu", "mattr", "mtriple")}
+    return _tvm.make_target({**spec, "num-cores": 1})
+
+
+def target_name(target) -> str:
+    """A directory name for a target: ``llvm-<mcpu>-<cores>c`` (``llvm-znver4-2c``)."""
+    spec = _tvm.target_to_dict(_tvm.make_target(target))
+    parts = [spec.get("kind", "llvm"), spec.get("mcpu") or "generic"]
+    if spec.get("num-cores"):
+        parts.append(f"{spec['num-cores']}c")
+    return "-".join(str(p) for p in parts)
+
+
+def _identity(target) -> dict:
+    spec = _tvm.target_to_dict(_tvm.make_target(target))
+    return {k: spec.get(k) for k in MATCH_KEYS if spec.get(k) not in (None, "", [], ())}
+
+
+def default_kernels_dir(model: str, image_size: int | None, target=None,
+                        root: str | Path | None = None) -> Path:
+    """``<root>/<target name>/<model>-<size>``; root: ``benchmarks/kernels`` of the checkout."""
+    root = Path(root) if root else Path(__file__).resolve().parents[2] / "benchmarks" / "kernels"
+    size = image_size if image_size is not None else "default"
+    return root / target_name(target or host_target()) / f"{model}-{size}"
+
+
+def _clean_lines(path: Path) -> tuple[list[str], list[int]]:
+    """The valid JSON lines of ``path`` and the 1-based numbers of the corrupt ones."""
+    good, bad = [], []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            bad.append(number)
+            continue
+        if not isinstance(value, list) or len(value) < 2:
+            bad.append(number)
+            continue
+        good.append(line)
+    return good, bad
+
+
+class KernelDB:
+    """A kernel database directory (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        The directory.
+    target : str, dict or Target, optional
+        Target of a new database (default :func:`host_target`); an existing one keeps the
+        target its ``target.json`` names.
+    create : bool
+        Create the directory when missing (tuning); else a missing one is an error.
+    """
+
+    def __init__(self, path, target=None, create: bool = False):
+        self.path = Path(path)
+        meta = self.path / "target.json"
+        if meta.is_file():
+            self.meta = json.loads(meta.read_text())
+            self.target = _tvm.make_target(self.meta["target"])
+        elif create:
+            self.target = _tvm.make_target(target or host_target())
+            self.meta = {"target": _identity(self.target), "target_name":
+                         target_name(self.target), "tuning": []}
+            self.path.mkdir(parents=True, exist_ok=True)
+            self.save_meta()
+        else:
+            raise KernelDBError(f"{self.path} is not a kernel database (no target.json); "
+                                "make one with `tvm-ios tune-kernels`")
+        self._dbs: dict = {}
+        self._tmp: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"KernelDB({str(self.path)!r}, {target_name(self.target)})"
+
+    @property
+    def name(self) -> str:
+        """The target name (``llvm-znver4-2c``)."""
+        return target_name(self.target)
+
+    def save_meta(self) -> None:
+        """Write ``target.json``."""
+        (self.path / "target.json").write_text(json.dumps(self.meta, indent=1) + "\n")
+
+    def matches(self, target) -> bool:
+        """Whether the database was tuned for ``target`` (kind, mcpu, mattr, num-cores)."""
+        return _identity(self.target) == _identity(target)
+
+    def target_for(self, variant: str):
+        """The target a variant's kernels are tuned and applied for."""
+        return serial_target(self.target) if variant == "serial" else self.target
+
+    def has(self, variant: str) -> bool:
+        """Whether the variant's tuning-record file exists and holds a record."""
+        self.unpack(variant)
+        path = self.path / variant / FILES[1]
+        return path.is_file() and path.stat().st_size > 0
+
+    def database(self, variant: str, writable: bool = False):
+        """The meta_schedule ``JSONDatabase`` of a variant.
+
+        Corrupt lines are skipped, each named in a warning. Read-only, a clean copy is
+        read; ``writable`` (tuning appends to the files) moves them to ``<file>.corrupt``
+        first, so what follows them is kept and the database stays loadable.
+        """
+        if variant not in VARIANTS:
+            raise ValueError(f"kernel variant must be one of {VARIANTS}, got {variant!r}")
+        key = (variant, writable)
+        if key in self._dbs:
+            return self._dbs[key]
+        folder = self.path / variant
+        folder.mkdir(parents=True, exist_ok=True) if writable else None
+        self.unpack(variant)
+        paths = [folder / f for f in FILES]
+        corrupt = {p: _clean_lines(p) for p in paths if p.is_file()}
+        if any(bad for _, bad in corrupt.values()):
+            for p, (_, bad) in corrupt.items():
+                if bad:
+                    logger.warning("kernel database %s: skipped corrupt line(s) %s", p,
+                                   ", ".join(map(str, bad)))
+            folder = self._repaired(folder, corrupt, writable)
+        db = _tvm.ms.database.JSONDatabase(str(folder / FILES[0]), str(folder / FILES[1]),
+                                           allow_missing=True)
+        self._dbs[key] = db
+        return db
+
+    def _repaired(self, folder: Path, corrupt: dict, writable: bool) -> Path:
+        if not writable:
+            copy = Path(tempfile.mkdtemp(prefix="tvm_ios_kdb_"))
+            self._tmp.append(str(copy))
+            for p in corrupt:
+                (copy / p.name).write_text("".join(g + "\n" for g in corrupt[p][0]))
+            return copy
+        for p, (good, bad) in corrupt.items():
+            if bad:
+                lines = p.read_text().splitlines()
+                with open(f"{p}.corrupt", "a", encoding="utf-8") as out:
+                    out.writelines(lines[n - 1] + "\n" for n in bad)
+                tmp = p.with_suffix(".tmp")
+                tmp.write_text("".join(g + "\n" for g in good))
+                os.replace(tmp, p)
+        return folder
+
+    @property
+    def fingerprint(self) -> str:
+        """A short digest of the target and the record counts (read once): what a stage
+        measured with these kernels is logged under."""
+        if getattr(self, "_fingerprint", None) is None:
+            ident = f"{self.name}:{self.num_records('parallel')}:{self.num_records('serial')}"
+            self._fingerprint = hashlib.sha1(ident.encode()).hexdigest()[:10]
+        return self._fingerprint
+
+    def num_records(self, variant: str) -> int:
+        """Tuning records of a variant (lines of its record file)."""
+        self.unpack(variant)
+        path = self.path / variant / FILES[1]
+        return len(_clean_lines(path)[0]) if path.is_file() else 0
+
+    def pack(self) -> list[Path]:
+        """Write ``<file>.gz`` beside each database file (what is committed: the JSON files
+        are large, ~70 kB a workload, and compress ~10x); returns the packed files."""
+        out = []
+        for variant in VARIANTS:
+            for name in FILES:
+                path = self.path / variant / name
+                if path.is_file():
+                    packed = path.with_name(name + ".gz")
+                    with open(path, "rb") as src, open(packed, "wb") as raw, \
+                            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as dst:
+                        shutil.copyfileobj(src, dst)
+                    out.append(packed)
+        return out
+
+    def unpack(self, variant: str) -> None:
+        """Restore a variant's JSON files from their ``.gz`` where the JSON is missing (a
+        fresh checkout has only the packed files; the JSON is the working copy)."""
+        for name in FILES:
+            path = self.path / variant / name
+            packed = path.with_name(name + ".gz")
+            if packed.is_file() and not path.is_file():
+                with gzip.open(packed, "rb") as src, open(path, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+
+    def close(self) -> None:
+        """Forget open databases and remove repaired copies."""
+        self._dbs.clear()
+        for tmp in self._tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+        self._tmp.clear()
+
+
+def open_kernels(path, target=None, quiet_missing: bool = False) -> KernelDB | None:
+    """The kernel database at ``path`` if it fits ``target`` (default :func:`host_target`).
+
+    Returns None, with a warning naming both targets, when it was tuned for another target
+    (the build then stays untuned), and None when ``path`` does not exist and
+    ``quiet_missing`` is set (an automatic look-up found nothing).
+    """
+    if path is None:
+        return None
+    path = Path(path)
+    if not (path / "target.json").is_file() and quiet_missing:
+        return None
+    db = KernelDB(path)
+    here = _tvm.make_target(target or host_target())
+    if not db.matches(here):
+        logger.warning("kernel database %s was tuned for target %s, this build is for %s: "
+                       "building untuned", path, json.dumps(_identity(db.target)),
+                       json.dumps(_identity(here)))
+        return None
+    return db

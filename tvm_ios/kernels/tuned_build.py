@@ -1,0 +1,136 @@
+"""Tuned kernels into a build: legalize and fuse, apply a kernel database, count what it hit.
+
+meta_schedule tunes and applies fused PrimFuncs, so a module first goes through TVM's own
+legalization and fusion (:func:`fuse_for_tuning`: ``DecomposeOpsForInference``,
+``CanonicalizeBindings``, ``relax.pipeline.zero_pipeline()``); ``extract_tasks`` finds no
+task on an unfused module. :func:`apply_kernels` then replaces every PrimFunc the database
+holds by its tuned schedule (``MetaScheduleApplyDatabase`` under the target and the
+database) and reports how many were found. rProgram PrimFuncs (attribute
+``tvm_ios.rprogram``) are left alone: their inlined kernels were chosen when they were built.
+
+:func:`serial_kernels` is what the CPU vDevice applies to the kernels of one op before it
+inlines them into a vEU: the serial variant of the database, else the parallel one with its
+``parallel`` loops made serial (a vEU is one thread; nested parallelism is not allowed).
+"""
+from __future__ import annotations
+
+import logging
+
+import tvm
+import tvm_ffi
+from tvm import relax
+
+from .. import _tvm
+
+__all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "strip_parallel",
+           "tuned_functions", "kernels_pass", "TUNED_ATTR"]
+
+logger = logging.getLogger(__name__)
+
+#: PrimFunc attribute meta_schedule sets on an applied schedule.
+TUNED_ATTR = "tirx.is_scheduled"
+
+
+def fuse_for_tuning(mod, target):
+    """``mod`` legalized and fused as meta_schedule expects (under ``target``)."""
+    passes = [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings(),
+              relax.pipeline.zero_pipeline()]
+    with _tvm.make_target(target):
+        return _tvm.Sequential(passes)(mod)
+
+
+def tuned_functions(mod) -> tuple[int, int]:
+    """``(tuned, total)`` PrimFuncs of ``mod`` (rProgram functions not counted)."""
+    funcs = [f for _, f in mod.functions.items() if isinstance(f, _tvm.tirx.PrimFunc)
+             and not (f.attrs is not None and "tvm_ios.rprogram" in f.attrs)]
+    tuned = sum(bool(f.attrs is not None and f.attrs.get(TUNED_ATTR, False)) for f in funcs)
+    return tuned, len(funcs)
+
+
+def _apply(mod, kernels, variant: str):
+    target = kernels.target_for(variant)
+    with target, kernels.database(variant):
+        return relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(mod)
+
+
+def apply_kernels(mod, kernels, target=None, variant: str = "parallel", fuse: bool = True):
+    """``mod`` fused and, with ``kernels``, with the database's schedules applied.
+
+    Parameters
+    ----------
+    mod : IRModule
+        A Relax module (weights bound or not).
+    kernels : KernelDB or None
+        The database (None: fuse only, the untuned build of the same shape).
+    target : optional
+        Target of the build (default the database's).
+    variant : {"parallel", "serial"}
+        Which of the database's variants to apply.
+    fuse : bool
+        Legalize and fuse first (off for a module that already is).
+    """
+    target = target or (kernels.target if kernels is not None else "llvm")
+    if fuse:
+        mod = fuse_for_tuning(mod, target)
+    if kernels is None:
+        return mod
+    mod = _apply(mod, kernels, variant)
+    tuned, total = tuned_functions(mod)
+    logger.info("kernel database %s (%s): %d of %d kernels tuned", kernels.path, variant,
+                tuned, total)
+    return mod
+
+
+def strip_parallel(func):
+    """``func`` with every ``parallel`` loop made serial."""
+    tirx = _tvm.tirx
+
+    def serial(loop):
+        if loop.kind != tirx.ForKind.PARALLEL:
+            return loop
+        return tirx.For(loop.loop_var, loop.min, loop.extent, tirx.ForKind.SERIAL, loop.body,
+                        loop.thread_binding, loop.annotations)
+    body = tvm_ffi.structural_map(func.body, (tirx.For, serial))
+    return func.with_body(body)
+
+
+def _fresh(func):
+    """A deep copy of ``func`` (new buffers and variables): a database hands out one scheduled
+    function per workload, and two ops with one workload inlined into one rProgram must not
+    define the same buffers twice."""
+    return tvm.ir.load_json(tvm.ir.save_json(func))
+
+
+def serial_kernels(kernels):
+    """A transform of an op's lowered module: serial tuned kernels where the database has
+    them, else parallel tuned ones made serial; untuned kernels stay as TVM lowered them."""
+
+    def transform(mod):
+        if kernels is None:
+            return mod
+        funcs = dict(mod.functions.items())
+        if kernels.has("serial"):
+            funcs.update(_apply(mod, kernels, "serial").functions.items())
+        rest = {gv: f for gv, f in funcs.items() if isinstance(f, _tvm.tirx.PrimFunc)
+                and not (f.attrs is not None and f.attrs.get(TUNED_ATTR, False))}
+        if rest and kernels.has("parallel"):  # only what the serial variant did not tune
+            funcs.update(_apply(tvm.IRModule(rest), kernels, "parallel").functions.items())
+        return tvm.IRModule({gv: _fresh(strip_parallel(f))
+                             if isinstance(f, _tvm.tirx.PrimFunc) else f
+                             for gv, f in funcs.items()}, attrs=mod.attrs)
+    return transform
+
+
+def kernels_pass(kernels):
+    """A module pass applying a kernel database (a :class:`~.kernel_db.KernelDB` or its
+    directory; one tuned for another CPU is refused with a warning: untuned) to a Relax
+    module: legalized, fused, tuned kernels in (what the ``ios`` pipeline runs on llvm)."""
+    from .kernel_db import KernelDB, open_kernels  # noqa: PLC0415
+
+    db = kernels if isinstance(kernels, KernelDB) else open_kernels(kernels)
+
+    @_tvm.module_pass(opt_level=0, name="tvm_ios.ApplyKernels")
+    def _apply_pass(mod, _ctx):
+        return apply_kernels(mod, db, db.target if db is not None else "llvm")
+
+    return _apply_pass

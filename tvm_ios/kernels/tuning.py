@@ -1,0 +1,225 @@
+"""Tuning the kernels a build really calls with TVM's own tuner (meta_schedule).
+
+Two sets of tasks, one per variant of a :class:`~.kernel_db.KernelDB`:
+
+* ``parallel``: the fused PrimFuncs of the sequential build (``extract_tasks`` on the module
+  after :func:`~.tuned_build.fuse_for_tuning`), tuned for the whole CPU;
+* ``serial``: the PrimFuncs the CPU vDevice inlines into a vEU, i.e. every op (and glue op)
+  lowered alone as :func:`~.tvm_kernels.lower_bindings` lowers it, tuned for one core with
+  parallelisation disabled in the search space (``ParallelizeVectorizeUnroll`` with
+  ``max_jobs_per_core=-1``), so the schedule found is one a single thread runs.
+
+Both drop the ``RewriteLayout`` post-processor: a layout-rewritten kernel needs its weight
+pre-processing split out of the function, which an inlined vEU kernel cannot do.
+
+Candidates are built in this process (:class:`InProcessBuilder`; the stock ``LocalBuilder``
+starts a process pool per batch, 20-30 s per task on 2 cores) and timed by ``LocalRunner``
+or ``RPCRunner``. Records are appended to the database as they come; a run is resumable:
+``trials`` is the total per variant, and records already in the database count.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import tvm
+from tvm.ir.utils import derived_object
+
+from .. import _tvm
+from ..graph.extract import extract
+from .kernel_db import KernelDB
+from .regions import augment
+from .tuned_build import fuse_for_tuning
+from .tvm_kernels import UnsupportedKernel, lower_bindings
+
+__all__ = ["InProcessBuilder", "TuneProgress", "kernel_tasks", "tune_kernels", "TuneReport"]
+
+logger = logging.getLogger(__name__)
+ms = _tvm.ms
+
+
+@derived_object
+class InProcessBuilder(ms.builder.PyBuilder):
+    """Builds candidates in the calling process (0.25 s each here; no worker pool)."""
+
+    def build(self, build_inputs):  # noqa: D102  (meta_schedule protocol)
+        results = []
+        for item in build_inputs:
+            try:
+                lib = tvm.compile(item.mod, target=item.target)
+                path = os.path.join(tempfile.mkdtemp(prefix="tvm_ios_tune_"), "tmp.so")
+                lib.export_library(path)
+                results.append(ms.builder.BuilderResult(path, None))
+            except Exception as err:  # noqa: BLE001  (a candidate that does not build)
+                results.append(ms.builder.BuilderResult(None, f"{type(err).__name__}: {err}"))
+        return results
+
+
+@derived_object
+class TuneProgress(ms.measure_callback.PyMeasureCallback):
+    """Counts measured candidates; ``report(done, total)`` after each batch."""
+
+    def __init__(self, total: int, report: Callable[[int, int], None] | None = None):
+        super().__init__()
+        self.total, self.done, self.report = total, 0, report
+
+    def apply(self, task_scheduler, task_id, measure_candidates, builder_results,
+              runner_results):  # noqa: D102  (meta_schedule protocol)
+        self.done += len(measure_candidates)
+        if self.report is not None:
+            self.report(self.done, self.total)
+
+
+def _space(variant: str):
+    rules = list(ms.ScheduleRule.create("llvm"))
+    mutators = dict(ms.Mutator.create("llvm"))
+    if variant == "serial":
+        rules = [ms.schedule_rule.ParallelizeVectorizeUnroll(-1, 64, [0, 16, 64, 512], True)
+                 if isinstance(r, ms.schedule_rule.ParallelizeVectorizeUnroll) else r
+                 for r in rules]
+        mutators = {m: p for m, p in mutators.items() if "MutateParallel" not in str(m)}
+    postprocs = [p for p in ms.Postproc.create("llvm")
+                 if not isinstance(p, ms.postproc.RewriteLayout)]
+    return ms.space_generator.PostOrderApply(sch_rules=rules, postprocs=postprocs,
+                                             mutator_probs=mutators)
+
+
+def _serial_funcs(mod) -> dict:
+    """structural hash -> [PrimFunc, count, name] of every op's vDevice kernels."""
+    ext = extract(mod["main"], name="main")
+    graph, members = augment(ext)
+    bindings = list(ext.func.body.blocks[ext.block_index].bindings)
+    funcs: dict = {}
+    for node in graph.nodes:
+        unit = [bindings[i] for i in members[node.name]]
+        try:
+            steps = lower_bindings(unit, unit[-1].var)
+        except UnsupportedKernel as err:
+            logger.info("op %s has no vDevice kernel: %s", node.name, err)
+            continue
+        for step in steps:
+            name = str(step.func.attrs.get("global_symbol", node.name)) \
+                if step.func.attrs is not None else node.name
+            func = step.func.with_attr("global_symbol", "main")
+            key = _tvm.structural_hash(func)
+            funcs.setdefault(key, [func, 0, name])[1] += 1
+    return funcs
+
+
+#: Kernels worth tuning by default: the arithmetic ones (pools, concats, element-wise ops
+#: stay as TVM lowers them; on 2 shared cores each task costs 15-40 s of search).
+ANCHORS = ("conv2d", "matmul", "dense")
+
+
+def kernel_tasks(mod, kernels: KernelDB, variant: str, anchors_only: bool = True) -> list:
+    """meta_schedule ``ExtractedTask`` s of a variant for ``mod`` (weights bound); with
+    ``anchors_only`` just those whose kernel holds a convolution or a matmul."""
+    tasks = _tasks(mod, kernels, variant)
+    if anchors_only:
+        tasks = [t for t in tasks if any(a in t.task_name or a in str(t.mod) for a in ANCHORS)]
+    return tasks
+
+
+def _tasks(mod, kernels: KernelDB, variant: str) -> list:
+    target = kernels.target_for(variant)
+    if variant == "parallel":
+        return list(ms.relax_integration.extract_tasks(fuse_for_tuning(mod, target), target))
+    tasks = []
+    for k, (func, count, name) in enumerate(_serial_funcs(mod).values()):
+        task_mod = tvm.IRModule({"main": func})
+        tasks.append(ms.ExtractedTask(f"serial_{k}_{name}", task_mod, target, [task_mod],
+                                      count))
+    return tasks
+
+
+@dataclass
+class TuneReport:
+    """What one variant's tuning did."""
+
+    variant: str
+    tasks: int
+    trials: int  # measured in this run
+    records: int  # in the database afterwards
+    wall_s: float
+
+
+def _runner(rpc, settings):
+    config = ms.runner.EvaluatorConfig(number=settings.get("number", 3), repeat=1,
+                                       min_repeat_ms=settings.get("min_repeat_ms", 20),
+                                       enable_cpu_cache_flush=False)
+    if rpc is None:
+        return ms.runner.LocalRunner(timeout_sec=settings.get("timeout_s", 30),
+                                     evaluator_config=config)
+    from ..cost.measure import alloc_rpc, check_tracker  # noqa: PLC0415
+
+    rpc_config = check_tracker(*rpc, timeout_s=settings.get("timeout_s", 30))
+    return ms.runner.RPCRunner(rpc_config, config, f_alloc_argument=alloc_rpc)
+
+
+def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial"), trials: int = 500,
+                 rpc: tuple | None = None, progress: Callable | None = None,
+                 seed: int = 0, anchors_only: bool = True, **settings) -> list[TuneReport]:
+    """Tune ``mod``'s kernels into ``kernels`` until each variant holds ``trials`` records.
+
+    Parameters
+    ----------
+    mod : IRModule
+        The model, weights bound (what the build compiles).
+    kernels : KernelDB
+        The database (created for this machine's target by the caller).
+    variants : sequence of {"parallel", "serial"}
+        Which kernel sets to tune.
+    trials : int
+        Total measured candidates per variant, counting the records already there.
+    rpc : (host, port, key), optional
+        Time on RPC servers of a tracker instead of here.
+    progress : callable, optional
+        ``progress(variant, done, total)`` after each measured batch.
+    anchors_only : bool
+        Tune only kernels with a convolution or matmul (:data:`ANCHORS`).
+    """
+    reports, runner = [], None
+    for variant in variants:
+        tasks = kernel_tasks(mod, kernels, variant, anchors_only)
+        before = kernels.num_records(variant)
+        todo = max(0, trials - before)
+        start = time.perf_counter()
+        if tasks and todo:
+            runner = runner or _runner(rpc, settings)  # one worker pool for both variants
+            _tune_variant(tasks, kernels, variant, todo, runner, progress, seed)
+        wall = time.perf_counter() - start
+        after = kernels.num_records(variant)
+        reports.append(TuneReport(variant, len(tasks), after - before, after, wall))
+        kernels.meta.setdefault("tuning", []).append(
+            {"variant": variant, "tasks": len(tasks), "trials": after - before,
+             "records": after, "wall_s": round(wall, 1), "rpc": bool(rpc),
+             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        kernels.save_meta()
+    return reports
+
+
+def _tune_variant(tasks, kernels, variant, todo, runner, progress, seed) -> None:
+    work_dir = tempfile.mkdtemp(prefix="tvm_ios_tune_log_")
+    # a smaller evolutionary search than TVM's default (population 512, 4 generations):
+    # on 2 shared cores the default spends ~50 s per task choosing its first candidates
+    strategy = ms.search_strategy.EvolutionarySearch(
+        population_size=64, init_min_unmeasured=8, genetic_num_iters=1)
+    contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+        tasks, work_dir, space=_space(variant), strategy=strategy,
+        num_threads=len(_tvm.usable_cores()), seed=seed)
+    # a task's measured candidates are committed when the scheduler comes back to it: a
+    # batch of `per_iter` each, so `trials` = tasks x per_iter tunes every task once
+    per_iter = min(64, max(8, todo // max(1, len(contexts))))
+    callback = TuneProgress(todo, None if progress is None else
+                            (lambda done, total: progress(variant, done, total)))
+    logger.info("tuning %d %s tasks, %d trials", len(contexts), variant, todo)
+    ms.tune.tune_tasks(tasks=contexts, task_weights=weights, work_dir=work_dir,
+                       max_trials_global=todo, num_trials_per_iter=per_iter,
+                       builder=InProcessBuilder(), runner=runner,
+                       database=kernels.database(variant, writable=True), cost_model="xgb",
+                       measure_callbacks=list(ms.MeasureCallback.create("default")) + [callback],
+                       task_scheduler="gradient")
