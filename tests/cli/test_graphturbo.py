@@ -10,7 +10,7 @@ def test_report_json_and_plot(tmp_path, capsys):
                             "--json", str(out), "--plot", str(png), "--verify"])
     assert code == 0
     text = capsys.readouterr().out
-    assert "tensors in DRAM" in text and "verify (llvm): max abs diff" in text
+    assert "tensors in DRAM" in text and "verify (llvm, instances): max abs diff" in text
     data = json.loads(out.read_text())
     figures = data["plan"]["figures"]
     assert figures["per_layer"]["dram"] == figures["layers"]
@@ -32,4 +32,19 @@ def test_listed_in_the_tvm_ios_commands():
 
     assert "graphturbo" in COMMANDS
     args = build_parser().parse_args(["graphturbo", "--model", "mobilenet_v2"])
-    assert args.hw == "dsa" and args.order == "auto"
+    assert args.hw is None and args.order == "auto" and args.engine == "instances"
+
+
+def test_rprogram_engine_prints_programs_and_traffic(tmp_path, capsys):
+    out = tmp_path / "gt.json"
+    code = graphturbo.main(["--model", "squeezenet", "--image-size", "32", "--engine",
+                            "rprogram", "--verify", "--json", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "rPrograms (llvm" in text and "instances as rTasks" in text
+    assert "verify (llvm, rprogram): max abs diff" in text
+    data = json.loads(out.read_text())
+    assert data["hw"] == "cpu" and data["verify"]["max_abs_diff"] < 1e-4
+    traffic = data["rprogram"]["traffic"]
+    assert traffic["rtasks"]["bytes"] < traffic["original"]["bytes"]
+    assert data["rprogram"]["programs"][0]["kept_ops"] > 0

@@ -1,5 +1,6 @@
 """Algorithm 4: plain binding, inference, a mismatch forcing GB and a redistribution."""
-from tvm_ios.graphturbo.binding import bind_and_scope, infer_binding, movement_ops, plain_binding
+from tvm_ios.graphturbo.binding import (bind_and_scope, bind_veus, infer_binding, movement_ops,
+                                         plain_binding)
 from tvm_ios.graphturbo.instances import Instance
 
 BOX = ((0, 1), (0, 8), (0, 4), (0, 4))
@@ -41,3 +42,41 @@ def test_consumers_of_several_parts_get_a_concatenation():
     bind, scope = bind_and_scope(parts + [reader], [0, 1, 2], 8, lambda c, p: True)
     ops = movement_ops(parts + [reader], bind, scope, 8, lambda c, p: True)
     assert [op for op in ops if op["kind"] == "concat"][0]["producers"] == [0, 1]
+
+
+def _inst(i, sg, k, preds=(), out_bytes=64):
+    return Instance(i, sg, k, BOX, out_bytes, 2 * out_bytes, list(preds))
+
+
+def test_veu_binding_parts_split_alike_line_up_and_stay_local():
+    # two SGs split in two, part k reading part k only: each chain on its own vEU, LB
+    insts = [_inst(0, 0, 0), _inst(1, 0, 1), _inst(2, 1, 0, [0]), _inst(3, 1, 1, [1])]
+    veu, scope = bind_veus(insts, [0, 1, 2, 3], 2)
+    assert veu == {0: 0, 1: 1, 2: 0, 3: 1}
+    assert scope == {0: "LB", 1: "LB", 2: "GB", 3: "GB"}  # 2, 3: nothing reads them
+
+
+def test_veu_binding_halo_reads_force_gb_but_keep_the_parts_parallel():
+    # both consumer parts read both producer parts (a halo): inheriting one consumer's vEU
+    # would put both producer parts on it; the plain binding keeps them apart, scope GB
+    insts = [_inst(0, 0, 0), _inst(1, 0, 1), _inst(2, 1, 0, [0, 1]), _inst(3, 1, 1, [0, 1])]
+    veu, scope = bind_veus(insts, [0, 1, 2, 3], 2)
+    assert veu == {0: 0, 1: 1, 2: 0, 3: 1}
+    assert scope[0] == scope[1] == "GB"
+
+
+def test_veu_binding_chain_of_unsplit_sgs_stays_on_one_veu():
+    insts = [_inst(0, 0, 0), _inst(1, 1, 0, [0]), _inst(2, 2, 0, [1])]
+    veu, scope = bind_veus(insts, [0, 1, 2], 4)
+    assert len(set(veu.values())) == 1
+    assert scope == {0: "LB", 1: "LB", 2: "GB"}
+
+
+def test_veu_binding_join_sends_the_smaller_branch_to_another_veu():
+    # 0 and 1 are independent unsplit SGs read by 2: the larger (1) follows 2, the other
+    # gets the least loaded vEU, so the branches run in parallel; its output goes to GB
+    insts = [_inst(0, 0, 0, out_bytes=32), _inst(1, 1, 0, out_bytes=64),
+             _inst(2, 2, 0, [0, 1])]
+    veu, scope = bind_veus(insts, [0, 1, 2], 2)
+    assert veu[1] == veu[2] != veu[0]
+    assert scope == {0: "GB", 1: "LB", 2: "GB"}

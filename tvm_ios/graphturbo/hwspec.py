@@ -6,7 +6,9 @@ cores of one cluster, each core holding its share in its own LB, so the local ca
 instance may use is ``cores * lb_bytes`` (:attr:`HardwareSpec.local_capacity`).
 
 GPU presets reuse :mod:`tvm_ios.cost.devices` (LB = shared memory per SM, GB = L2, cores =
-SMs, one cluster).
+SMs, one cluster). The rProgram presets bind each instance to one vEU, so a cluster is one
+core: ``cpu`` (a thread-pool worker, LB = its L2, GB = L3) and ``h100-block`` /
+``a100-block`` (a persistent thread block, LB = the shared memory of one block).
 """
 from __future__ import annotations
 
@@ -67,17 +69,39 @@ def _gpu(name: str) -> HardwareSpec:
                         dev.bandwidth_gbs, dev.peak_gflops)
 
 
+def _cpu() -> HardwareSpec:
+    """The CPU vDevice: a cluster is one worker (one vEU), its LB the core's L2."""
+    dev = get_device("cpu")
+    return HardwareSpec("cpu", dev.units, 1, CPU_L2_BYTES, dev.l2_kb * 1024,
+                        dev.bandwidth_gbs, dev.peak_gflops / dev.units)
+
+
+def _gpu_block(name: str) -> HardwareSpec:
+    """A GPU as rProgram vEUs: a cluster is one persistent block, its LB the shared memory
+    one block may use."""
+    dev = get_device(name)
+    return HardwareSpec(f"{name}-block", dev.units, 1, (dev.shared_kb - 1) * 1024,
+                        dev.l2_kb * 1024, dev.bandwidth_gbs, dev.peak_gflops / dev.units)
+
+
+#: L2 per core of the CI machine (AMD EPYC, 1 MiB per core; ``lscpu``).
+CPU_L2_BYTES = 1024 * 1024
+
 # The STCP920 figures are the paper's Eq. (2); its bandwidth and peak are not published:
 # 100 GB/s and 8 TFLOP/s per cluster are assumptions used only by the recompute check.
 PRESETS = {
     "dsa": HardwareSpec("dsa", 4, 8, 64 * 1024, 8 * 1024 * 1024, 100.0, 8000.0),
     "h100": _gpu("h100"),
     "a100": _gpu("a100"),
+    "cpu": _cpu(),
+    "h100-block": _gpu_block("h100"),
+    "a100-block": _gpu_block("a100"),
 }
 
 
 def get_hw(name: str | HardwareSpec) -> HardwareSpec:
-    """Return a preset by name (``dsa``, ``h100``, ``a100``) or a spec unchanged."""
+    """Return a preset by name (``dsa``, ``h100``, ``a100``, ``cpu``, ``h100-block``,
+    ``a100-block``) or a spec unchanged."""
     if isinstance(name, HardwareSpec):
         return name
     try:

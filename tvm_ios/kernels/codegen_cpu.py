@@ -101,7 +101,8 @@ class _Barriers:
 
 def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
                        inputs: list, outputs: list,
-                       wait_bound: int = DEFAULT_WAIT_BOUND) -> tirx.PrimFunc:
+                       wait_bound: int = DEFAULT_WAIT_BOUND,
+                       veu_scratch: bool = False) -> tirx.PrimFunc:
     """The PrimFunc running ``program`` on the CPU thread pool.
 
     Parameters
@@ -116,6 +117,9 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
         Tensor keys of the parameters, in call_tir order (inputs then outputs).
     wait_bound : int
         Polls of one awaited step before the vEU gives up (BoundedWaitError).
+    veu_scratch : bool
+        Keep every other tensor in its vEU's region of one workspace arena, space reused
+        by liveness (:mod:`~tvm_ios.kernels.scratch`), instead of a buffer of its own.
     """
     if platform.machine().lower() not in ("x86_64", "amd64"):
         raise CPUBackendError(f"the CPU vDevice emits x86-64 fences; this machine is "
@@ -125,6 +129,9 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
     params = [buffers[k] for k in list(inputs) + list(outputs)]
     passed = set(inputs) | set(outputs)
     scratch = [b for k, b in buffers.items() if k not in passed]
+    decls = []
+    if veu_scratch and scratch:
+        scratch, decls = _veu_scratch(program, steps_of, buffers, scratch)
     barriers = _Barriers(program.num_veus, wait_bound)
     awaited = {(u, s) for tasks in program.prog for t in tasks for u, s in t.waits}
     veu = tirx.Var("veu", "int32")
@@ -136,11 +143,45 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
     loop = tirx.For(veu, _i32(0), _i32(program.num_veus), tirx.ForKind.PARALLEL,
                     _seq(branches))
     root = s_tir.SBlock([], [], [], "root",
-                        tirx.SeqStmt([_pool_guard(program), barriers.reset(), loop,
-                                      *barriers.report(program.name)]),
+                        tirx.SeqStmt(decls + [_pool_guard(program), barriers.reset(), loop,
+                                              *barriers.report(program.name)]),
                         alloc_buffers=[barriers.steps] + scratch)
     func = tirx.PrimFunc(params, s_tir.SBlockRealize([], True, root))
     return func.with_attr("tirx.noalias", True).with_attr("tvm_ios.rprogram", program.name)
+
+
+def _veu_scratch(program, steps_of, buffers, scratch) -> tuple[list, list]:
+    """Arena and views for the non-parameter tensors (one dtype), by vEU and liveness."""
+    from .scratch import cpu_views, pack  # noqa: PLC0415  (only for vEU-local programs)
+
+    dtypes = {str(b.dtype) for b in scratch}
+    if len(dtypes) != 1:
+        raise CPUBackendError(f"vEU scratch holds one dtype; rProgram {program.name} has "
+                              f"{sorted(dtypes)}")
+    local = {id(b): b for b in scratch}
+    key_of = {id(b): k for k, b in buffers.items()}
+    events = []
+    for tasks in program.prog:
+        events.append([([id(buffers[_key(buffers, s.output)])],
+                        [id(buffers[_key(buffers, a)]) for a in s.inputs])
+                       for t in tasks if t.kind == "compute" for s in steps_of[t.op]])
+    elements = {i: int(_prod(b.shape)) for i, b in local.items()}
+    try:
+        plan = pack(events, elements)
+    except ValueError as err:
+        raise CPUBackendError(f"rProgram {program.name}: {err}") from None
+    arena, views, decls = cpu_views(plan, {i: buffers[key_of[i]] for i in local},
+                                    dtypes.pop())
+    for i, view in views.items():
+        buffers[key_of[i]] = view
+    return [arena], decls
+
+
+def _prod(shape) -> int:
+    out = 1
+    for d in shape:
+        out *= int(d)
+    return out
 
 
 def _pool_guard(program: RProgram):

@@ -200,6 +200,9 @@ def build_program(program, ops, gpu, vdevice, target, wait_bound: int = DEFAULT_
     """The :class:`PersistentKernel` of ``program`` over the GPU rOperators ``gpu`` of its
     ops, with the synchronisation of ``target`` (CUDA or OpenCL)."""
     tensors, args_of, outs = {}, {}, []
+    if program.meta.get("local_ops"):  # GraphTurbo's LB scope: kept in global memory here
+        logger.info("%s: outputs kept on their vEU are written to global memory by the "
+                    "persistent GPU kernel (its shared-memory arena is not built)", program.name)
     for op in ops:
         _, step = gpu[op]
         args_of[op] = list(step.inputs) + [step.output]

@@ -84,9 +84,11 @@ class CPUBackend:
         """``call_tir`` of the program's PrimFunc (added to ``builder``), its outputs, and
         no check (the PrimFunc raises a failed wait itself)."""
         steps_of, outs = {}, []
+        local = program.meta.get("local_ops", {})  # outputs kept on their vEU (instances)
         for op in ops:
             steps_of[op] = lower_bindings(units[op], units[op][-1].var, self.transform)
-            outs.append(units[op][-1].var)
+            if op not in local:
+                outs.append(units[op][-1].var)
         tensors, inputs = {}, []
         made = {s.output for op in ops for s in steps_of[op]}
         for op in ops:
@@ -99,7 +101,8 @@ class CPUBackend:
                                      _tvm.dtype_of(expr))
                     if expr not in made:
                         inputs.append(expr)
-        func = build_cpu_primfunc(program, steps_of, tensors, inputs, outs, self.wait_bound)
+        func = build_cpu_primfunc(program, steps_of, tensors, inputs, outs, self.wait_bound,
+                                  veu_scratch="local_ops" in program.meta)
         gvar = builder.add_func(func, program.name)
         return relax.call_tir(gvar, inputs, out_ty=_out_types(outs)), outs, None
 

@@ -38,7 +38,7 @@ from .apply_schedule import record_schedule, schedule_of
 __all__ = ["RProgramPass", "POLICIES"]
 
 logger = logging.getLogger(__name__)
-POLICIES = ("ios", "wavefront")
+POLICIES = ("ios", "wavefront", "instances")
 
 
 @_tvm.module_pass(opt_level=0, name="tvm_ios.RProgramPass")
@@ -47,8 +47,10 @@ class RProgramPass:
 
     Parameters
     ----------
-    policy : {"ios", "wavefront"}
-        How rPrograms are planned.
+    policy : {"ios", "wavefront", "instances"}
+        How rPrograms are planned (``"instances"``: the GraphTurbo instances recorded by
+        ``SplitInstances(outline=False)``/``OrderInstances`` as rTasks,
+        :mod:`~tvm_ios.kernels.instance_policy`).
     num_veus : int, optional
         vEUs per rProgram on the CPU vDevice (default: the workers of TVM's thread pool);
         checked. Not for CUDA, where the policy sizes programs within the GPU's occupancy.
@@ -138,6 +140,11 @@ class RProgramPass:
         """The schedule recorded on the module and the emission items."""
         bindings = list(ext.func.body.blocks[ext.block_index].bindings)
         rops = self.backend.rops(graph, members, bindings)
+        if self.policy == "instances":  # GraphTurbo instances as rTasks
+            from ._instance_regions import plan_instance_items  # noqa: PLC0415
+
+            return plan_instance_items(mod, ext, graph, members, rops, self.backend,
+                                       self.func_name, self.max_ops)
         schedule = self._schedule(mod, ext.graph) if self.policy == "ios" else None
         return plan_regions(ext.graph, graph, rops, self.vdevice, self.policy, schedule,
                             self.func_name, self.max_ops)
@@ -213,7 +220,7 @@ class _RegionRewriter(_tvm.PyExprMutator):
             return
         for index in outside:
             self._emit(index)
-        result = self.builder_.emit(call, program.name)
+        result = self.builder_.emit(call, f"{program.name}_out")  # not the function's name
         tupled = kernel is not None or len(outs) > 1  # GPU calls also return their steps
         for k, var in enumerate(outs):  # one output is returned as a tensor, not a tuple
             value = relax.TupleGetItem(result, k) if tupled else result
