@@ -162,8 +162,8 @@ def _veu_scratch(program, steps_of, buffers, scratch) -> tuple[list, list]:
     key_of = {id(b): k for k, b in buffers.items()}
     events = []
     for tasks in program.prog:
-        events.append([([id(buffers[_key(buffers, s.output)])],
-                        [id(buffers[_key(buffers, a)]) for a in s.inputs])
+        events.append([([id(buffers[s.output])],
+                        [id(buffers[a]) for a in s.inputs])
                        for t in tasks if t.kind == "compute" for s in steps_of[t.op]])
     elements = {i: int(_prod(b.shape)) for i, b in local.items()}
     try:
