@@ -1,7 +1,6 @@
 """tvm_ios.pipeline: registered lazily on `import tvm`; every variant builds code that matches
 TVM's default build on llvm, and the CUDA build holds the rProgram persistent kernels."""
 import json
-import re
 import subprocess
 import sys
 
@@ -14,6 +13,7 @@ from tvm_ios import _tvm
 from tvm_ios.bench.artifact import _cuda_sources
 from tvm_ios.cost.log import LogRecord, MeasureLog
 from tvm_ios.cost.measured import MeasuredCostModel
+from tvm_ios.kernels.gpu_build import kernel_signatures, persistent_kernel
 from tvm_ios.graph.analysis import ancestors
 from tvm_ios.relax_pipeline import VARIANTS, cost_model_for, pipeline
 from tvm_ios.runtime.compare import build, random_inputs, run
@@ -124,8 +124,8 @@ def test_h100_build_holds_persistent_kernels(forked_h100):
     sources = _cuda_sources(executable)
     assert len(sources) == 2  # TVM's kernels, then the rProgram kernels
     ours = sources[1]
-    kernels = set(re.findall(r"__global__ void __launch_bounds__\([\d, ]+\) (\w+)\(", ours))
-    assert kernels == {f"{name}_kernel" for name in names}
+    kernels = {k for name in names for k in persistent_kernel(ours, name)}  # zeroing, persistent
+    assert kernels == set(kernel_signatures(ours))
     assert "ld.acquire.gpu.global.s32" in ours and "st.release.gpu.global.s32" in ours
 
 

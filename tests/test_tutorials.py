@@ -68,6 +68,20 @@ TUTORIALS = {
                  "diff": r"max \|diff\| {N}"},
         holds=("pair > 0", "in_turn > 0", "records >= 3", "rpc_pair > 0", "new >= 0",
                "tuned >= 1", "untuned_ms > 0", "tuned_ms > 0", "diff < 1e-3")),
+    "03_rprogram_engine.ipynb": Tutorial(
+        figures={"makespan": r"makespan {N} us \(estimated\)",
+                 "cpu_programs": r"^{N} rPrograms on",
+                 "sim_diff": r"max \|diff\| vs llvm {N}"},
+        holds=("makespan > 0", "cpu_programs > 0", "sim_diff < 1e-4")),
+    "04_graphturbo.ipynb": Tutorial(
+        figures={"diff": r"max \|diff\| = {N}",
+                 "original_ms": r"latency: original {N} ms"},
+        holds=("diff < 1e-3", "original_ms > 0"), plots=2),
+    "05_pipelines.ipynb": Tutorial(
+        figures={"measured": r"Shisha measured {N} configurations",
+                 "frames": r"^{N} frames at",
+                 "fps": r"frames at {N} frames/s"},
+        holds=("measured > 0", "frames > 0", "fps > 0")),
     "06_onnx_pipeline.ipynb": Tutorial(
         figures={"folded": r"folded {N} constant nodes",
                  "stages_diff": r"ios-stages +\| max \|diff\| \S+ \| relative {N}",

@@ -200,23 +200,43 @@ def build_program(program, ops, gpu, vdevice, target, wait_bound: int = DEFAULT_
     """The :class:`PersistentKernel` of ``program`` over the GPU rOperators ``gpu`` of its
     ops, with the synchronisation of ``target`` (CUDA or OpenCL)."""
     tensors, args_of, outs = {}, {}, []
-    if program.meta.get("local_ops"):  # GraphTurbo's LB scope: kept in global memory here
-        logger.info("%s: outputs kept on their vEU are written to global memory by the "
-                    "persistent GPU kernel (its shared-memory arena is not built)", program.name)
+    local = program.meta.get("local_ops", {})  # outputs kept on their vEU (instances)
     for op in ops:
         _, step = gpu[op]
         args_of[op] = list(step.inputs) + [step.output]
-        outs.append(step.output)
+        if op not in local:
+            outs.append(step.output)
         for key in args_of[op]:
             if key not in tensors:
                 name = _tvm.var_name(key) if isinstance(key, relax.Var) else "w"
                 tensors[key] = (f"{name}_{len(tensors)}", _tvm.shape_of(key),
                                 _tvm.dtype_of(key))
-    made = set(outs)
+    made = {gpu[op][1].output for op in ops}
     inputs = [k for k in tensors if k not in made]
     rops = {op: gpu[op][0] for op in ops}
     sync = sync_for(_tvm.make_target(target))
+    kept = _kept(program, ops, gpu, tensors, local) if local else None
     func, tables = build_persistent_primfunc(program, rops, tensors, inputs, outs, vdevice,
-                                             args_of, sync, wait_bound)
+                                             args_of, sync, wait_bound, kept)
     return PersistentKernel(program, func, tables, inputs, outs, rops, vdevice, sync, tensors,
                             {op: gpu[op][1] for op in ops})
+
+
+def _kept(program, ops, gpu, tensors, local):
+    """Shared-memory offsets of the outputs of ``local`` ops (float32 only)."""
+    from .scratch import STATIC_SHARED_BYTES, pack, program_events  # noqa: PLC0415
+
+    keys = {op: gpu[op][1].output for op in ops}
+    touches = {op: ([id(keys[op])], [id(a) for a in gpu[op][1].inputs]) for op in ops}
+    elements = {}
+    for op in local:
+        _, shape, dtype = tensors[keys[op]]
+        if dtype != "float32":
+            raise UnsupportedKernel(f"{op}: only float32 outputs are kept in shared memory")
+        elements[id(keys[op])] = math.prod(shape)
+    plan = pack(program_events(program, touches), elements)
+    if 4 * max(plan.sizes) > STATIC_SHARED_BYTES:
+        raise UnsupportedKernel(f"{program.name}: kept outputs need {4 * max(plan.sizes)} B "
+                                f"of shared memory, more than {STATIC_SHARED_BYTES} B")
+    plan.offsets = {keys[op]: plan.offsets[id(keys[op])] for op in local}
+    return plan

@@ -29,6 +29,7 @@ import logging
 from .. import _tvm
 from .bounded_wait import DEFAULT_WAIT_BOUND
 from .rprogram import RProgram
+from .scratch import shared_views
 from .tir_util import i32, launch, seq
 from .tvm_kernels import tensor_buffer
 from .vdevice import VDevice
@@ -186,7 +187,7 @@ class _Kernel:
 
 def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inputs: list,
                               outputs: list, vdevice: VDevice, args_of: dict, sync,
-                              wait_bound: int = DEFAULT_WAIT_BOUND):
+                              wait_bound: int = DEFAULT_WAIT_BOUND, kept=None):
     """The persistent-kernel PrimFunc (lowered form) of ``program`` and its tables.
 
     Parameters
@@ -201,15 +202,26 @@ def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inpu
         Op name -> tensor keys of its kernel's parameters (call_tir order).
     sync : CudaSync or OpenCLSync
         The target's synchronisation (:func:`~tvm_ios.kernels.sync.sync_for`).
+    kept : ScratchPlan, optional
+        Tensors (neither inputs nor outputs) kept in a static shared-memory buffer of every
+        block (:func:`~tvm_ios.kernels.scratch.shared_views`), read by the rTasks of the
+        block that wrote them (GraphTurbo's LB scope).
     """
     threads = max(rops[op].threads for op in program.ops)
     smem_bytes = max(rops[op].smem_bytes for op in program.ops)
-    vdevice.check(program.num_veus, threads, 32, smem_bytes, what=f"rProgram {program.name!r}")
+    kept_bytes = 4 * max(kept.sizes, default=0) if kept is not None else 0
+    vdevice.check(program.num_veus, threads, 32, smem_bytes + kept_bytes,
+                  what=f"rProgram {program.name!r}")
     op_ids = {op: i for i, op in enumerate(program.ops)}
     tables = encode_tables(program, op_ids, wait_bound)
     k = _Kernel(program, tables, threads, smem_bytes, sync)
     bufs = {key: tensor_buffer(shape, dtype, name) for key, (name, shape, dtype)
             in tensors.items()}
+    kept_allocs = []
+    if kept is not None and kept.offsets:
+        arena, views, decls = shared_views(kept, bufs, "float32")
+        bufs.update(views)
+        kept_allocs = [tirx.AllocBuffer(arena)] + decls
     kind, op, rtask = (k.table("entries", k.e * i32(4) + i32(j)) for j in range(3))
     bodies = [tirx.IfThenElse(op == i32(i), rops[name].task_body(
         rtask, k.tid, threads, [bufs[key] for key in args_of[name]], k.smem), None)
@@ -219,7 +231,7 @@ def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inpu
     loop = tirx.For(k.e, start, end - start, tirx.ForKind.SERIAL, entry)
     init = tirx.IfThenElse(k.tid == i32(0), tirx.BufferStore(k.ctl, i32(0), [i32(0)]), None)
     body = seq([tirx.AllocBuffer(k.smem), tirx.AllocBuffer(k.ctl), tirx.AllocBuffer(k.dst),
-                tirx.AllocBuffer(k.err), tirx.AllocBuffer(k.polls), init,
+                tirx.AllocBuffer(k.err), tirx.AllocBuffer(k.polls), *kept_allocs, init,
                 sync.block_barrier(), loop, sync.block_barrier(), k.reset()])
     body = sync.launch_bounds(body, -(-program.num_veus // vdevice.sms))
     body = launch("blockIdx.x", program.num_veus,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from tvm import tirx
+from .._tvm import tirx
 
 __all__ = ["ScratchPlan", "pack", "program_events", "cpu_views", "shared_views", "ALIGN",
            "STATIC_SHARED_BYTES"]

@@ -66,7 +66,7 @@ def layer_of(module: str) -> str:
     """The layer of a dotted ``tvm_ios`` module name."""
     matches = [p for p in LAYER_OF if module == p or module.startswith(p + ".")]
     if not matches:
-        raise KeyError(f"{module} is in no layer: add it to LAYER_OF in tests/test_layering.py")
+        raise KeyError(f"{module} is in no layer: add it to LAYER_OF in tests/test_import_layers.py")
     return LAYER_OF[max(matches, key=len)]
 
 
