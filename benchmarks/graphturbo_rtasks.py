@@ -29,7 +29,8 @@ import resource
 import statistics
 import sys
 import time
-from pathlib import Path
+
+from tvm_ios.bench.provenance import provenance, write_results
 
 VARIANTS = ("tvm", "wavefront", "instances", "rtasks")
 
@@ -45,43 +46,6 @@ def _args(argv=None):
     parser.add_argument("--hw", default="cpu", help="GraphTurbo preset instances are sized for")
     parser.add_argument("--out", default="benchmarks/results/graphturbo_rtasks.json")
     return parser.parse_args(argv)
-
-
-def _write(path: str, results: dict) -> None:
-    """The results with their provenance (helper E's ``tvm_ios.bench.provenance`` when the
-    branch has it, else the same fields gathered here)."""
-    try:
-        from tvm_ios.bench.provenance import write_results  # noqa: PLC0415
-    except ImportError:
-        write_results = _write_results
-    write_results(path, results)
-
-
-def _write_results(path, results) -> None:
-    import json  # noqa: PLC0415
-    import platform  # noqa: PLC0415
-    import shlex  # noqa: PLC0415
-    import subprocess  # noqa: PLC0415
-
-    import numpy  # noqa: PLC0415
-    import tvm  # noqa: PLC0415
-
-    import tvm_ios  # noqa: PLC0415
-
-    def git(*args):
-        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False)
-        return done.stdout.strip() if done.returncode == 0 else None
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text()
-                .splitlines() if line.lower().startswith("model name")), platform.processor())
-    prov = {"command": shlex.join(["python", *sys.argv]), "script": sys.argv[0],
-            "commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain")),
-            "cpu": cpu, "cores": len(os.sched_getaffinity(0)), "host": platform.node(),
-            "platform": platform.platform(),
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "versions": {"python": platform.python_version(), "tvm": tvm.__version__,
-                         "numpy": numpy.__version__, "tvm_ios": tvm_ios.__version__}}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps({"provenance": prov, "results": results}, indent=1))
 
 
 def _builds(model: str, args):
@@ -181,10 +145,11 @@ def _print(r: dict) -> None:
 
 def main(argv=None) -> int:
     args = _args(argv)
+    started = provenance()
     os.environ["TVM_NUM_THREADS"] = str(args.threads)  # before TVM starts its pool
     results = {"variants": list(VARIANTS), "models": [bench_model(m, args)
                                                       for m in args.models]}
-    _write(args.out, results)
+    write_results(args.out, results, started)
     print(f"results written to {args.out}")
     return 0
 

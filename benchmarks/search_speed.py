@@ -30,6 +30,7 @@ from ios_reference_dp import IOSReferenceDP  # noqa: E402
 from tvm_ios.cost.analytical import AnalyticalCostModel  # noqa: E402
 from tvm_ios.graph.analysis import width  # noqa: E402
 from tvm_ios.graph.opgraph import OpGraph  # noqa: E402
+from tvm_ios.bench.provenance import provenance, write_results  # noqa: E402
 from tvm_ios.schedule.ios import ios_schedule  # noqa: E402
 
 R, S = 3, 8
@@ -129,63 +130,6 @@ def main() -> None:
     results["load_after"] = os.getloadavg()
     print(f"\nload average before {results['load_before']}, after {results['load_after']}")
     print(f"wrote {write_results(args.out, results, started)}")
-
-
-try:  # the shared provenance helper, once it is on main
-    from tvm_ios.bench.provenance import provenance, write_results
-except ImportError:  # until then, the same record written here
-    import datetime
-    import hashlib
-    import json
-    import platform
-    import shlex
-    import subprocess
-
-    def _git(*args):
-        done = subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), *args],
-                              capture_output=True, text=True, check=False)
-        return done.stdout if done.returncode == 0 else None
-
-    def _now():
-        return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-    def provenance():
-        """Command, commit and tree state, machine and date when the run starts."""
-        cpu = next((line.split(":", 1)[1].strip() for line in
-                    Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.lower().startswith("model name")), platform.processor())
-        dirty = [line[3:] for line in (_git("status", "--porcelain") or "").splitlines()
-                 if line.strip()]
-        return {"command": shlex.join(["python", "benchmarks/search_speed.py", *sys.argv[1:]]),
-                "script": "benchmarks/search_speed.py",
-                "commit": (_git("rev-parse", "HEAD") or "").strip() or None,
-                "dirty": bool(dirty), "dirty_paths": dirty[:20], "cpu": cpu,
-                "cores": len(os.sched_getaffinity(0)), "host": platform.node(),
-                "platform": platform.platform(), "date": _now()}
-
-    def write_results(path, results, started):
-        """``{"provenance", "results"}`` with versions, end time and the results' digest."""
-        import numpy
-        import tvm
-
-        import tvm_ios
-        record = dict(started, finished=_now(), versions={
-            "python": platform.python_version(), "tvm": tvm.__version__,
-            "tvm_ffi": _dist_version("apache-tvm-ffi"), "numpy": numpy.__version__,
-            "tvm_ios": getattr(tvm_ios, "__version__", None)})
-        record["results_sha256"] = hashlib.sha256(json.dumps(
-            results, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"provenance": record, "results": results}, indent=1) + "\n")
-        return path
-
-    def _dist_version(name):
-        import importlib.metadata
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            return None
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ ALLOWED = {
     "schedule": {"graph"},
     "estimators": _BASE | {"graph", "schedule"},
     "graphturbo": _BASE | {"graph"},
-    "kernels": _BASE | {"graph", "schedule"},
+    "kernels": _BASE | {"graph", "schedule", "graphturbo"},  # graphturbo plans, as schedule
     "runtime": {"adapter"},
     "passes": _BASE | {"graph", "schedule", "estimators", "graphturbo", "kernels"},
     "measured": _BASE | {"graph", "schedule", "estimators", "passes", "kernels", "runtime"},
