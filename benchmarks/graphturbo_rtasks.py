@@ -80,14 +80,14 @@ def _builds(model: str, args):
 def bench_model(model: str, args) -> dict:
     from tvm_ios import _tvm  # noqa: PLC0415
     from tvm_ios.runtime.compare import random_inputs, run, time_module  # noqa: PLC0415
-    from tvm_ios.runtime.compare import _flatten  # noqa: PLC0415
+    from tvm_ios.runtime.outputs import flatten_outputs  # noqa: PLC0415
 
     print(f"{model} {args.image_size} px, batch {args.batch}, {args.threads} threads", flush=True)
     mod, params, exes, info, record = _builds(model, args)
     inputs = random_inputs(_tvm.bind_params(mod, params), seed=0)
-    ref = _flatten(run(exes["tvm"], inputs))
+    ref = flatten_outputs(run(exes["tvm"], inputs))
     for name in VARIANTS:
-        out = _flatten(run(exes[name], inputs))
+        out = flatten_outputs(run(exes[name], inputs))
         info[name]["max_abs_diff"] = max(float(abs(a - b).max()) for a, b in zip(ref, out))
     times = {name: [] for name in VARIANTS}
     busy = {name: [] for name in VARIANTS}
