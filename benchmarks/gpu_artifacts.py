@@ -25,7 +25,7 @@ import pack_runtime  # noqa: E402
 
 from tvm_ios.bench.manifest import Manifest, ManifestError  # noqa: E402
 from tvm_ios.bench.provenance import provenance, write_results  # noqa: E402
-from tvm_ios.cli.bench_table import BATCHES, MODELS  # noqa: E402
+from tvm_ios.bench.table import BATCHES, MODELS  # noqa: E402
 from tvm_ios.cli.main import main as tvm_ios  # noqa: E402
 
 
