@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import __version__ as TVM_IOS_VERSION
 from .. import _tvm
+from ..kernels.gpu_build import device_sources
 from ..runtime import compare
 from ..runtime.outputs import flatten_outputs
 from . import tensors
@@ -101,13 +102,7 @@ def _apply_variant(mod, variant: str, target, ios_options: dict):
 def _cuda_sources(executable) -> list[str]:
     """CUDA sources of the library's modules, breadth first in import order (TVM's own
     kernels first, then external modules such as the rProgram kernels)."""
-    found, queue = [], [executable.mod]
-    while queue:
-        module = queue.pop(0)
-        if module.kind == "cuda":
-            found.append(module.inspect_source(""))
-        queue.extend(module.imports)
-    return found
+    return device_sources(executable.mod, "cuda")
 
 
 def _kernel_file(index: int) -> str:
