@@ -25,6 +25,7 @@ from .bounded_wait import DEFAULT_WAIT_BOUND
 from .persistent import Workspace, build_persistent_primfunc
 from .regions import augment, plan_regions
 from .roperator import RKernel, ROperator
+from .scratch import STATIC_SHARED_BYTES, pack, program_events
 from .sync import sync_for
 from .tvm_kernels import UnsupportedKernel, lower_bindings
 from .vdevice import register_budget, target_vdevice
@@ -224,19 +225,16 @@ def build_program(program, ops, gpu, vdevice, target, wait_bound: int = DEFAULT_
 
 def _kept(program, ops, gpu, tensors, local):
     """Shared-memory offsets of the outputs of ``local`` ops (float32 only)."""
-    from .scratch import STATIC_SHARED_BYTES, pack, program_events  # noqa: PLC0415
-
-    keys = {op: gpu[op][1].output for op in ops}
-    touches = {op: ([id(keys[op])], [id(a) for a in gpu[op][1].inputs]) for op in ops}
+    touches = {op: ([gpu[op][1].output], list(gpu[op][1].inputs)) for op in ops}
     elements = {}
     for op in local:
-        _, shape, dtype = tensors[keys[op]]
+        key = gpu[op][1].output
+        _, shape, dtype = tensors[key]
         if dtype != "float32":
             raise UnsupportedKernel(f"{op}: only float32 outputs are kept in shared memory")
-        elements[id(keys[op])] = math.prod(shape)
+        elements[key] = math.prod(shape)
     plan = pack(program_events(program, touches), elements)
     if 4 * max(plan.sizes) > STATIC_SHARED_BYTES:
         raise UnsupportedKernel(f"{program.name}: kept outputs need {4 * max(plan.sizes)} B "
                                 f"of shared memory, more than {STATIC_SHARED_BYTES} B")
-    plan.offsets = {keys[op]: plan.offsets[id(keys[op])] for op in local}
     return plan
