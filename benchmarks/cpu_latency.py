@@ -50,7 +50,19 @@ def _kernels(spec: str | None, model: str, size: int | None):
     return open_kernels(path, quiet_missing=True)
 
 
-def _tvm_columns(mod, kernels, threads: list[int], info: dict) -> dict:
+def _measurer(kernels, args):
+    """``threads -> Measurer`` timing the fallback decisions' stages into the database's stage
+    log (TVM's pool has ``max(threads)`` workers, the rPrograms' vEUs; None: decide from the
+    stage log and the roofline, as ``--no-measure-fallback`` asks)."""
+    if args.no_measure_fallback or kernels is None:
+        return None
+    from tvm_ios.cost.measure import MeasureSettings, Measurer  # noqa: PLC0415
+
+    settings = MeasureSettings(number=10, repeat=5, warmup=2)
+    return lambda t: Measurer(kernels.target, settings=settings)
+
+
+def _tvm_columns(mod, kernels, threads: list[int], info: dict, measurer=None) -> dict:
     """``{column: {threads: executable}}`` of the TVM builds (rProgram vEUs = threads)."""
     out = {"TVM default": cpu_builds.build_default(mod)}
     info["TVM tuned sequential"] = {}
@@ -64,7 +76,8 @@ def _tvm_columns(mod, kernels, threads: list[int], info: dict) -> dict:
     for t in threads:
         info.setdefault("tvm-ios rProgram (tuned)", {})[t] = {}
         columns["tvm-ios rProgram (tuned)"][t] = cpu_builds.build_rprogram(
-            mod, kernels, t, info=info["tvm-ios rProgram (tuned)"][t])
+            mod, kernels, t, info=info["tvm-ios rProgram (tuned)"][t],
+            measurer=measurer and measurer(t))
     return columns
 
 
@@ -87,7 +100,8 @@ def _runners(name, args, net, params, mod, kernels, x, info) -> dict:
                                                                                    t, p)
     start = time.perf_counter()
     _tvm.config_threads(max(threads))  # rPrograms are built for at most the pool's workers
-    for col, by_threads in _tvm_columns(mod, kernels, threads, info).items():
+    for col, by_threads in _tvm_columns(mod, kernels, threads, info,
+                                        _measurer(kernels, args)).items():
         for t, exe in by_threads.items():
             runners.setdefault(col, {})[t] = lambda t=t, e=exe: cb.tvm_runner(e, t)
     info["tvm_build_s"] = round(time.perf_counter() - start, 1)
@@ -197,6 +211,9 @@ def main(argv=None) -> int:
                         help="largest |output - TVM default's| relative to max(1, max |ref|)")
     parser.add_argument("--skip-compile", action="store_true", help="no torch.compile column")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--no-measure-fallback", action="store_true",
+                        help="decide rProgram or sequential per stage from the stage log and "
+                             "the roofline instead of measuring both (into the stage log)")
     parser.add_argument("--render", metavar="JSON", help="only render a results file")
     parser.add_argument("--doc", metavar="MD", help="with --render: markdown (+ .png) to write")
     args = parser.parse_args(argv)

@@ -163,6 +163,19 @@ def test_log_prices_stages_with_its_figures(tmp_path, forked):
     assert p.report["cost_model"].startswith("HybridCostModel")
 
 
+def test_measure_decides_each_concurrent_stage_from_both_runs(tmp_path, forked):
+    """``measure=True`` times each concurrent stage as one rProgram and back to back, into
+    the log; the schedule keeps what was measured faster, and outputs still match."""
+    p = pipeline(measure=True, log=tmp_path / "stages.jsonl")
+    _check_matches(forked, tvm.compile(forked, "llvm", relax_pipeline=p))
+    records = MeasureLog(tmp_path / "stages.jsonl").records
+    assert {r.signature.endswith("-rp") for r in records} == {True, False}
+    kept, made_sequential = map(int, p.report["schedule"]["stats"]["fallback"].split()[::3])
+    assert len(records) == 2 * (kept + made_sequential)
+    concurrent = [s for s in p.report["schedule"]["stages"] if len(s["groups"]) > 1]
+    assert len(concurrent) == kept
+
+
 def test_bad_options_say_what():
     with pytest.raises(ValueError, match="engine must be one of"):
         pipeline(engine="threads")

@@ -22,7 +22,7 @@ from tvm import relax
 from . import _tvm
 
 __all__ = ["graphturbo_hw", "graphturbo_passes", "cost_model_for", "schedule_pass",
-           "rprogram_schedule_pass", "engine_pass", "kernel_passes", "open_kernel_db", "default_build"]
+           "rprogram_schedule_pass", "fallback_judges", "engine_pass", "kernel_passes", "open_kernel_db", "default_build"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,10 +98,34 @@ def _preset(target, engine: str):
     return preset
 
 
-def schedule_pass(opts, cost_model):
+def fallback_judges(target, opts, mod, kernels=None):
+    """The measured fallback decision of the rProgram engine on ``llvm``
+    (:func:`~tvm_ios.cost.fallback.stage_judges`): both sides of each concurrent stage from
+    the stage log of ``opts.log`` or ``kernels``, measured here when ``opts.measure`` (True
+    or a ``Measurer``); None elsewhere, or without a log and without measuring."""
+    if opts.engine != "rprogram" or opts.policy != "ios" or target.kind.name != "llvm":
+        return None
+    from .cost.fallback import stage_judges  # noqa: PLC0415
+    from .kernels.kernel_db import STAGE_LOG  # noqa: PLC0415
+
+    log = opts.log if opts.log is not None else (
+        Path(kernels.path) / STAGE_LOG if kernels is not None else None)
+    if not opts.measure and (log is None or not Path(str(log)).is_file()):
+        return None
+    measurer = opts.measure
+    if measurer is True:
+        from .cost.measure import Measurer  # noqa: PLC0415
+
+        measurer = Measurer(kernels.target if kernels is not None else target)
+    logged_target = str(kernels.target) if kernels is not None else str(target)
+    return stage_judges(mod, log, measurer or None, kernels, logged_target)
+
+
+def schedule_pass(opts, cost_model, judges=None):
     """The schedule step: ``ApplySchedule`` of ``opts.schedule`` (a stale one falls back to
-    the sequential schedule); for the rProgram engine's ios policy, :func:`rprogram_schedule_pass`;
-    else ``IOSPass`` with ``cost_model`` and ``opts``' r, s and strategy."""
+    the sequential schedule); for the rProgram engine's ios policy, :func:`rprogram_schedule_pass`
+    (with ``judges``, :func:`fallback_judges`); else ``IOSPass`` with ``cost_model`` and
+    ``opts``' r, s and strategy."""
     if opts.schedule is not None:
         from .passes.apply_schedule import ApplySchedule  # noqa: PLC0415
 
@@ -110,13 +134,14 @@ def schedule_pass(opts, cost_model):
     if opts.max_block_bound is not None:
         ios["max_block_bound"] = opts.max_block_bound
     if opts.engine == "rprogram" and opts.policy == "ios":
-        return rprogram_schedule_pass(cost_model, opts.func_name, **ios)
+        return rprogram_schedule_pass(cost_model, opts.func_name, judges, **ios)
     from .passes.ios_pass import IOSPass  # noqa: PLC0415
 
     return IOSPass(cost_model, func_name=opts.func_name, strategy=opts.strategy, **ios)
 
 
-def rprogram_schedule_pass(cost_model, func_name: str = "main", **ios_options):
+def rprogram_schedule_pass(cost_model, func_name: str = "main", judges=None,
+                           **ios_options):
     """A pass recording the schedule the rPrograms follow
     (:func:`~tvm_ios.cost.fallback.rprogram_schedule`): IOS without merges, then every
     concurrent stage ``cost_model`` prices slower than its ops one after another made
@@ -127,7 +152,7 @@ def rprogram_schedule_pass(cost_model, func_name: str = "main", **ios_options):
 
     @_tvm.module_pass(opt_level=0, name="tvm_ios.IOSSchedule")
     def _schedule(mod, _ctx):
-        return rprogram_schedule(mod, cost_model, func_name, **ios_options)
+        return rprogram_schedule(mod, cost_model, func_name, judges=judges, **ios_options)
 
     return _schedule
 

@@ -34,8 +34,9 @@ import logging
 from . import _tvm
 from ._autoload import NAMES
 from .passes.apply_schedule import schedule_of
-from .pipeline_steps import (cost_model_for, default_build, engine_pass, graphturbo_hw,
-                             graphturbo_passes, kernel_passes, open_kernel_db, schedule_pass)
+from .pipeline_steps import (cost_model_for, default_build, engine_pass, fallback_judges,
+                             graphturbo_hw, graphturbo_passes, kernel_passes, open_kernel_db,
+                             schedule_pass)
 from .runtime.library import attach_metadata, function_inputs
 
 __all__ = ["pipeline", "Pipeline", "VARIANTS", "ENGINES", "cost_model_for"]
@@ -73,7 +74,10 @@ def pipeline(engine: str = "rprogram", graphturbo=None, log=None, kernels=None, 
     **options
         ``strategy`` (default ``parallel`` for rprogram, ``both`` for stages), ``policy``
         (``ios`` or ``wavefront``), ``device`` (a cost preset overriding the target's),
-        ``func_name``, ``metadata`` (extra fields for the library's record).
+        ``func_name``, ``metadata`` (extra fields for the library's record), ``measure``
+        (on ``llvm``, rProgram engine: True or a ``Measurer`` times both sides of each
+        concurrent stage here, into the stage log of ``log`` or ``kernels``, before the
+        stage is kept; without it logged figures decide where there are some).
     """
     return Pipeline(engine=engine, graphturbo=graphturbo, log=log, kernels=kernels, r=r, s=s,
                     **options)
@@ -96,6 +100,7 @@ class Options:
     metadata: dict | None = None
     schedule: object = None
     max_block_bound: float | None = None
+    measure: object = False
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -138,7 +143,8 @@ class Pipeline:
             self.cost_model = None if opts.schedule is not None else cost_model_for(
                 target, opts.engine, opts.device, mod, opts.log, kernels,
                 max_group_size=opts.r, max_num_groups=opts.s, strategy=opts.strategy)
-            return schedule_pass(opts, self.cost_model)
+            return schedule_pass(opts, self.cost_model,
+                                 fallback_judges(target, opts, mod, kernels))
         steps.append(schedule)
         steps.append(lambda _m: engine_pass(target, opts, kernels))
         steps += [lambda _m, p=p: p for p in kernel_passes(kernels, target)]

@@ -6,8 +6,10 @@
   apply_kernels`);
 * ``tvm-ios stages (tuned)``: IOS stages (merges included) one kernel at a time, tuned;
 * ``tvm-ios rProgram (tuned)``: IOS without merges, stages never slower than sequential
-  (:func:`~tvm_ios.cost.fallback.rprogram_schedule`), each concurrent stage one rProgram of
-  ``num_veus`` vEUs running the database's serial kernels, the other ops tuned.
+  (:func:`~tvm_ios.cost.fallback.rprogram_schedule`; with a measurer both sides of each
+  concurrent stage are measured, :func:`~tvm_ios.cost.fallback.stage_judges`), each
+  concurrent stage one rProgram of ``num_veus`` vEUs running the database's serial kernels,
+  the other ops tuned.
 
 :func:`stage_cost_model` prices stages with the stage log kept beside the database
 (``stages.jsonl``, measured with its kernels by ``tvm-ios tune --kernels``) where it has
@@ -21,7 +23,7 @@ from pathlib import Path
 import tvm
 
 from ..cost.analytical import AnalyticalCostModel
-from ..cost.fallback import rprogram_schedule
+from ..cost.fallback import rprogram_schedule, stage_judges
 from ..cost.hybrid import HybridCostModel
 from ..cost.measured import MeasuredCostModel
 from ..kernels.kernel_db import STAGE_LOG
@@ -31,7 +33,7 @@ from ..passes.ios_pass import IOSPass
 from ..passes.rprogram_pass import RProgramPass
 
 __all__ = ["stage_cost_model", "build_default", "build_tuned", "build_stages",
-           "build_rprogram", "STAGE_LOG"]
+           "build_rprogram", "stage_log", "STAGE_LOG"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 def stage_cost_model(mod, kernels, engine: str = "rprogram", log: str | Path | None = None):
     """Logged stage figures (measured with ``kernels``), the CPU roofline for the rest."""
-    path = Path(log) if log else (kernels.path / STAGE_LOG if kernels is not None else None)
+    path = Path(log) if log else stage_log(kernels)
     if path is None or not path.is_file():
         return AnalyticalCostModel("cpu")
     target = str(kernels.target) if kernels is not None else "llvm"
@@ -79,13 +81,25 @@ def build_stages(mod, kernels, cost=None, info: dict | None = None, **ios_option
     return _compile_tuned(scheduled, kernels, info)
 
 
+def stage_log(kernels) -> Path | None:
+    """The stage log kept beside a kernel database (None without a database)."""
+    return kernels.path / STAGE_LOG if kernels is not None else None
+
+
 def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = None,
-                   **ios_options):
-    """Concurrent stages as rPrograms of ``num_veus`` vEUs, tuned kernels."""
+                   measurer=None, **ios_options):
+    """Concurrent stages as rPrograms of ``num_veus`` vEUs, tuned kernels; with ``measurer``
+    each concurrent stage is kept only if measured faster than its groups in turn (both
+    measured into the database's stage log)."""
     info = info if info is not None else {}
     cost = cost or stage_cost_model(mod, kernels, engine="rprogram")
     info["fallback"] = []
-    recorded = rprogram_schedule(mod, cost, decisions=info["fallback"], **ios_options)
+    judges = None
+    if measurer is not None and num_veus > 1:
+        judges = stage_judges(mod, stage_log(kernels), measurer, kernels,
+                              str(kernels.target) if kernels is not None else None)
+    recorded = rprogram_schedule(mod, cost, decisions=info["fallback"], judges=judges,
+                                 **ios_options)
     rewrite = RProgramPass("ios", num_veus=num_veus if num_veus > 1 else None, cost_model=cost,
                            kernels=kernels)
     rewritten = rewrite(recorded) if num_veus > 1 else recorded

@@ -53,6 +53,10 @@ def add_pipeline_options(parser, engine: str) -> None:
                              "h100, a100, or auto: the target's)")
     parser.add_argument("--log", metavar="FILE", default=None,
                         help="price stages with this measured stage-cost log (tvm-ios tune)")
+    parser.add_argument("--measure-stages", action="store_true",
+                        help="llvm, rprogram engine: measure both sides of each concurrent "
+                             "stage here (one rProgram, its groups in turn) into the stage log "
+                             "and keep the faster; without it logged figures decide")
     add_kernels_option(parser, default="auto")
 
 
@@ -65,7 +69,8 @@ def make_pipeline(args, metadata: dict | None = None, kernels=None):
                    kernels=kernels, r=args.max_group_size, s=args.max_num_groups,
                    strategy=args.strategy, policy=args.policy, device=args.device,
                    max_block_bound=getattr(args, "max_block_bound", None),
-                   schedule=getattr(args, "schedule", None), metadata=metadata)
+                   schedule=getattr(args, "schedule", None), metadata=metadata,
+                   measure=getattr(args, "measure_stages", False))
     return pipeline(**options)
 
 

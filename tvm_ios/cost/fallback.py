@@ -8,21 +8,76 @@ with :class:`~tvm_ios.cost.measured.MeasuredCostModel`): :func:`sequential_fallb
 every concurrent stage of two or more groups whose latency exceeds the sum of its ops' own
 single-op stages by those stages, in an order that respects the graph, and logs each
 decision. ``schedule.stats["fallback"]`` counts them; ``decisions`` (a list) receives each.
+
+Summing single-op stages over-prices the sequential side by a module call per op, and a
+log that lacks a stage leaves both sides to the roofline. The measured decision
+(:func:`stage_judges`, what the CPU builds use) times both sides of each concurrent stage as
+it would run, with the same measurer, into the stage log: the stage as one rProgram, and the
+same groups back to back in one module with the kernels parallel over every core
+(``engine="sequential"``).
 """
 from __future__ import annotations
 
 import logging
+import math
 
 from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule, Stage
 
-__all__ = ["sequential_fallback", "rprogram_schedule"]
+__all__ = ["sequential_fallback", "rprogram_schedule", "stage_judges"]
 
 logger = logging.getLogger(__name__)
 
 
+def stage_judges(mod, log, measurer=None, kernels=None, target: str | None = None):
+    """The two measured cost models of a measured fallback decision, sharing ``log``.
+
+    Returns ``(concurrent, sequential)``: :class:`~tvm_ios.cost.measured.MeasuredCostModel`
+    of ``mod`` pricing a stage as the rProgram it runs as, and as its groups back to back.
+    With ``measurer`` the stages the log lacks are measured and appended to it; without
+    one only logged figures count (a stage the log lacks is decided by the cost model).
+    """
+    from .measured import MeasuredCostModel  # noqa: PLC0415
+
+    return tuple(MeasuredCostModel(mod, measurer, log, target=target, engine=engine,
+                                   kernels=kernels) for engine in ("rprogram", "sequential"))
+
+
+def _judged(judge, graph, groups) -> float | None:
+    """A judge's figure: measured (or logged) with a measurer, only logged without one;
+    None when it has none."""
+    if getattr(judge, "measurer", True) is None:
+        value = judge.logged(graph, groups)
+    else:
+        value = judge.stage_latency(graph, groups)
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _prices(graph, groups, cost_model, judges):
+    """``(together, in turn, measured?, op ids in turn, per-op figures)`` of a stage; the
+    judges' figures when both have one, else ``cost_model``'s stage and single-op stages."""
+    order = sorted((i for g in groups for i in g))  # node ids are topological
+    alone = [float(cost_model.stage_latency(graph, [[i]])) for i in order]
+    judged = [_judged(j, graph, groups) for j in judges] if judges else [None]
+    if None in judged:
+        together = float(cost_model.stage_latency(graph, groups))
+        return together, sum(alone), False, order, alone
+    together, apart = judged
+    return together, apart, True, order, [apart * a / max(sum(alone), 1e-9) for a in alone]
+
+
+def _prefetch(graph, schedule, judges) -> None:
+    """Measure, in batches, both sides of every concurrent stage the judges' log lacks."""
+    concurrent = [([graph.index[op] for op in g] for g in s.groups) for s in schedule.stages
+                  if s.strategy == "concurrent" and len(s.groups) > 1]
+    refs = [(tuple(tuple(g) for g in groups), False) for groups in concurrent]
+    for judge in judges or ():
+        if getattr(judge, "measurer", None) is not None:
+            judge.prefetch(graph, refs)
+
+
 def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model,
-                        decisions: list | None = None) -> Schedule:
+                        decisions: list | None = None, judges=None) -> Schedule:
     """``schedule`` with every concurrent stage slower than its ops in turn made sequential.
 
     Parameters
@@ -35,24 +90,29 @@ def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model,
         Prices a stage (``stage_latency``); measured figures make this a measured decision.
     decisions : list, optional
         Receives one dict per concurrent stage: its ops, both latencies, what was kept.
+    judges : (CostModel, CostModel), optional
+        The measured decision (:func:`stage_judges`): the first prices the stage as it runs
+        concurrently, the second its groups back to back; where either has no figure (and
+        without judges) ``cost_model`` prices the stage and the sum of its ops' single-op
+        stages.
     """
     stages = []
     decisions = decisions if decisions is not None else []
+    _prefetch(graph, schedule, judges)
     start = len(decisions)
     for stage in schedule.stages:
         if stage.strategy != "concurrent" or len(stage.groups) < 2:
             stages.append(stage)
             continue
         groups = [[graph.index[op] for op in g] for g in stage.groups]
-        together = float(cost_model.stage_latency(graph, groups))
-        order = sorted((i for g in groups for i in g))  # node ids are topological
-        alone = [float(cost_model.stage_latency(graph, [[i]])) for i in order]
-        keep = together <= sum(alone)
-        decisions.append({"ops": stage.ops, "concurrent_us": together,
-                          "sequential_us": sum(alone), "kept": "concurrent" if keep
-                          else "sequential"})
+        together, apart, measured, order, alone = _prices(graph, groups, cost_model, judges)
+        keep = together <= apart
+        decisions.append({"ops": stage.ops, "groups": [list(g) for g in stage.groups],
+                          "concurrent_us": together, "sequential_us": apart,
+                          "kept": "concurrent" if keep else "sequential",
+                          "measured": measured})
         logger.info("stage %s: concurrent %.1f us, sequential %.1f us: %s", stage.ops[:4],
-                    together, sum(alone), "concurrent" if keep else "kept sequential")
+                    together, apart, "concurrent" if keep else "kept sequential")
         if keep:
             stages.append(stage)
         else:
@@ -66,9 +126,10 @@ def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model,
 
 
 def rprogram_schedule(mod, cost_model, func_name: str = "main", decisions: list | None = None,
-                      **ios_options):
+                      judges=None, **ios_options):
     """``mod`` with the schedule its rPrograms follow recorded on it: IOS without merges
-    (what ``RProgramPass`` plans from) under ``cost_model``, then :func:`sequential_fallback`.
+    (what ``RProgramPass`` plans from) under ``cost_model``, then :func:`sequential_fallback`
+    (measured with ``judges``, :func:`stage_judges`, when given).
     """
     from ..graph.extract import extract  # noqa: PLC0415
     from ..passes.apply_schedule import record_schedule  # noqa: PLC0415
@@ -77,4 +138,4 @@ def rprogram_schedule(mod, cost_model, func_name: str = "main", decisions: list 
     graph = extract(mod[func_name], name=func_name).graph
     schedule = ios_schedule(graph, cost_model, **{**ios_options, "strategy": "parallel"})
     return record_schedule(mod, func_name,
-                           sequential_fallback(graph, schedule, cost_model, decisions))
+                           sequential_fallback(graph, schedule, cost_model, decisions, judges))
