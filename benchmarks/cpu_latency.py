@@ -229,9 +229,9 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         results[name] = _bench_model(name, size, args)
         results[name]["wall_s"] = round(time.perf_counter() - start, 1)
-        print(render({"results": {name: results[name]}}, None, None))
-    if args.json:
-        write_results(args.json, results, started)
+        print(render({"results": {name: results[name]}}, None, None), flush=True)
+        if args.json:  # after each model: a run cut short keeps what it measured
+            write_results(args.json, results, started)
     return 0
 
 
