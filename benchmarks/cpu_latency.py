@@ -51,15 +51,14 @@ def _kernels(spec: str | None, model: str, size: int | None):
 
 
 def _measurer(kernels, args):
-    """``threads -> Measurer`` timing the fallback decisions' stages into the database's stage
-    log (TVM's pool has ``max(threads)`` workers, the rPrograms' vEUs; None: decide from the
-    stage log and the roofline, as ``--no-measure-fallback`` asks)."""
+    """``threads -> Measurer`` timing the fallback decisions' stages, caches flushed, into the
+    database's stage log (TVM's pool has ``max(threads)`` workers, the rPrograms' vEUs;
+    None: decide from the stage log and the roofline, as ``--no-measure-fallback`` asks)."""
     if args.no_measure_fallback or kernels is None:
         return None
-    from tvm_ios.cost.measure import MeasureSettings, Measurer  # noqa: PLC0415
+    from tvm_ios.cost.fallback import judge_measurer  # noqa: PLC0415
 
-    settings = MeasureSettings(number=10, repeat=5, warmup=2)
-    return lambda t: Measurer(kernels.target, settings=settings)
+    return lambda t: judge_measurer(kernels.target)
 
 
 def _tvm_columns(mod, kernels, threads: list[int], info: dict, measurer=None) -> dict:

@@ -107,6 +107,17 @@ def _cell(entry: dict) -> str:
     return "n/a" if "error" in entry else ""
 
 
+def _asked_models(command: str) -> list[str]:
+    """The model names a ``cpu_latency.py`` command line asked for (``--models A:75 B``)."""
+    words, names = command.split(), []
+    if "--models" in words:
+        for word in words[words.index("--models") + 1:]:
+            if word.startswith("--"):
+                break
+            names.append(word.partition(":")[0])
+    return names
+
+
 def render(document: dict, doc: str | None, source: str | None) -> str:
     """Markdown: one table per thread count, ratios; with ``doc`` also a PNG bar chart."""
     lines = []
@@ -117,6 +128,11 @@ def render(document: dict, doc: str | None, source: str | None) -> str:
                   f", commit `{str(prov.get('commit'))[:10]}`"
                   f"{' (dirty tree)' if prov.get('dirty') else ''}; command: "
                   f"`{prov.get('command')}`", ""]
+        asked = _asked_models(str(prov.get("command", "")))
+        if len(asked) > len(results):
+            lines += [f"The run was stopped after {len(results)} of the {len(asked)} models it "
+                      f"was asked for: {', '.join(results)} measured; "
+                      f"{', '.join(m for m in asked if m not in results)} not.", ""]
         load = prov.get("load_average_at_start")
         if load:
             lines += [f"Load average when it started: {load[0]:.1f} on {prov.get('cores')} "
@@ -164,12 +180,18 @@ def _profiles(results: dict, top: int = 6) -> list[str]:
                       f" | {x.get('calls', '')} | {x.get('us', '')} | {x.get('total_us', '')} |"
                       for x in rows[:top]]
             lines.append("")
-        decisions = [d for runs in r["info"].get("tvm-ios rProgram (tuned)", {}).values()
-                     for d in runs.get("fallback", [])]
-        if decisions:
+        for t, runs in r["info"].get("tvm-ios rProgram (tuned)", {}).items():
+            decisions = runs.get("fallback", [])
+            if not decisions or runs.get("rprograms", 0) == 0 and int(t) == 1:
+                continue  # one thread: no rPrograms, nothing was decided
             kept = sum(d["kept"] == "concurrent" for d in decisions)
-            lines += [f"{name}: {kept} of {len(decisions)} concurrent-stage decisions kept the "
-                      "rProgram (stage costs: the stage log, else the roofline).", ""]
+            measured = [d for d in decisions if d.get("measured")]
+            gain = sum(max(0.0, d["sequential_us"] - d["concurrent_us"]) for d in measured)
+            lines += [f"{name}, {t} threads: {kept} of {len(decisions)} concurrent stages kept "
+                      f"as rPrograms; {len(measured)} decided from both sides measured (one "
+                      "rProgram, its groups in turn; the rest from the stage log and the "
+                      f"roofline); measured gain of the kept ones, stage by stage: "
+                      f"{gain / 1e3:.2f} ms.", ""]
     return lines
 
 

@@ -114,9 +114,9 @@ def fallback_judges(target, opts, mod, kernels=None):
         return None
     measurer = opts.measure
     if measurer is True:
-        from .cost.measure import Measurer  # noqa: PLC0415
+        from .cost.fallback import judge_measurer  # noqa: PLC0415
 
-        measurer = Measurer(kernels.target if kernels is not None else target)
+        measurer = judge_measurer(kernels.target if kernels is not None else target)
     logged_target = str(kernels.target) if kernels is not None else str(target)
     return stage_judges(mod, log, measurer or None, kernels, logged_target)
 

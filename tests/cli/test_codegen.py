@@ -45,6 +45,31 @@ def test_codegen_simulates_every_program(oclgrind, tmp_path):
             ("local_races", "global_races", "out_of_bounds", "barrier_divergence", "other"), 0)
 
 
+def test_simulation_resumes_from_its_journal(oclgrind, tmp_path, monkeypatch):
+    """A second run with the same ``-o`` reuses every finished program; a corrupt journal
+    line is skipped and that program simulated again."""
+    mod, params = dag_model(3, num_ops=5, channels=8, size=8, p=0.35)
+    args = (mod, params, "dag", "nvidia/nvidia-h100", "ios", tmp_path,
+            AnalyticalCostModel("h100"))
+    first = write_codegen(*args, simulate=True)
+    journal = tmp_path / "simulated.jsonl"
+    lines = journal.read_text().splitlines()
+    assert len(lines) == first["simulated"] >= 1
+    import tvm_ios.kernels.simulate as simulate
+
+    def no_simulator(*_a, **_k):
+        raise AssertionError("simulated again")
+
+    monkeypatch.setattr(simulate, "simulate_program", no_simulator)
+    second = write_codegen(*args, simulate=True)
+    assert second["simulated"] == first["simulated"]
+    assert all(row["resumed"] for row in second["simulation"])
+    assert second["max_abs_diff"] == first["max_abs_diff"]
+    journal.write_text("{torn\n" + "\n".join(lines[1:]) + "\n")
+    with pytest.raises(AssertionError, match="simulated again"):
+        write_codegen(*args, simulate=True)
+
+
 def test_cli_registers_codegen_and_engine_options():
     parser = build_parser()
     args = parser.parse_args(["codegen", "--model", "m", "-o", "out"])

@@ -39,6 +39,19 @@ def test_local_runner_times_every_stage(measurer, stages):
     assert three > single  # three convs (one of them 3x3) take longer than one 1x1
 
 
+def test_cold_cache_settings_flush_before_each_call_and_log_apart(stages):
+    cold = Measurer("llvm", settings=MeasureSettings(number=2, repeat=3, warmup=1,
+                                                     flush_bytes=4 << 20))
+    try:
+        (result,) = cold.measure(stages[:1])
+    finally:
+        cold.close()
+    assert result.error is None, result.error
+    assert len(result.run_secs) == 3 and all(t > 0 for t in result.run_secs)
+    assert cold.device_key.endswith(":cold") and not Measurer("llvm").device_key.endswith(
+        ":cold")
+
+
 @pytest.fixture(scope="module")
 def rpc_tracker():
     """A tracker and one server with key ``tvm-ios-test`` on 127.0.0.1, stopped by PID."""

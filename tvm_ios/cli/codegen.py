@@ -7,7 +7,9 @@
 For every rProgram (a multi-group IOS stage, or a wavefront program) ``-o DIR`` gets
 ``<name>.cu`` (``.cl`` for an OpenCL target: the persistent kernel through TVM's codegen),
 ``<name>.rprogram.json`` (the plan) and one ``summary.json`` listing vEUs, threads, rTasks,
-barriers and shared memory of each. ``--simulate`` runs every program's OpenCL rendering
+barriers and shared memory of each. With ``-o`` each finished simulation is also kept in
+``DIR/simulated.jsonl``: the same command run again resumes, reusing the rows of programs
+whose kernels are unchanged. ``--simulate`` runs every program's OpenCL rendering
 (the same TIR, :mod:`tvm_ios.kernels.sync`) under Oclgrind on random inputs and compares it
 with TVM's llvm build: largest difference, steps left zero, races inside a work-group,
 out-of-bounds accesses, barrier divergence. rTask times are estimates: nothing is measured
@@ -84,7 +86,9 @@ def write_codegen(mod, params, name: str, target, policy: str, out_dir=None, cos
     if simulate:
         from ..kernels.simulate import simulate_regions  # noqa: PLC0415
 
-        sim = simulate_regions(regions, gpu, vdevice, progress=progress, **(sim_options or {}))
+        journal = out / "simulated.jsonl" if out else None  # a rerun resumes from it
+        sim = simulate_regions(regions, gpu, vdevice, progress=progress, journal=journal,
+                               **(sim_options or {}))
         summary.update({k: v for k, v in sim.items() if k != "results"},
                        simulator="oclgrind (OpenCL rendering of the same TIR)",
                        simulation=sim["results"])

@@ -20,11 +20,18 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 
 from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule, Stage
 
-__all__ = ["sequential_fallback", "rprogram_schedule", "stage_judges"]
+__all__ = ["sequential_fallback", "rprogram_schedule", "stage_judges", "judge_measurer",
+           "COLD_FLUSH_BYTES"]
+
+#: Bytes written before each timed call of a judged stage: more than this CPU's last-level
+#: cache, so the stage's weights come from memory, as in a whole model whose weights do not
+#: fit (Inception V3: 95 MB). Warm figures favoured the rProgram by what the model loses.
+COLD_FLUSH_BYTES = 64 << 20
 
 logger = logging.getLogger(__name__)
 
@@ -34,13 +41,26 @@ def stage_judges(mod, log, measurer=None, kernels=None, target: str | None = Non
 
     Returns ``(concurrent, sequential)``: :class:`~tvm_ios.cost.measured.MeasuredCostModel`
     of ``mod`` pricing a stage as the rProgram it runs as, and as its groups back to back.
-    With ``measurer`` the stages the log lacks are measured and appended to it; without
-    one only logged figures count (a stage the log lacks is decided by the cost model).
+    With ``measurer`` (:func:`judge_measurer`) the stages the log lacks are measured and
+    appended to it; without one only this machine's logged cold-cache figures count (a stage
+    the log lacks is decided by the cost model).
     """
     from .measured import MeasuredCostModel  # noqa: PLC0415
 
-    return tuple(MeasuredCostModel(mod, measurer, log, target=target, engine=engine,
-                                   kernels=kernels) for engine in ("rprogram", "sequential"))
+    # without a measurer, read what a judge measurer (cold caches) logged on this machine
+    key = None if measurer is not None else f"local:{socket.gethostname()}:cold"
+    return tuple(MeasuredCostModel(mod, measurer, log, target=target, device_key=key,
+                                   engine=engine, kernels=kernels)
+                 for engine in ("rprogram", "sequential"))
+
+
+def judge_measurer(target):
+    """A local :class:`~tvm_ios.cost.measure.Measurer` for the judges of ``target``: cold
+    caches (:data:`COLD_FLUSH_BYTES`), 5 repeats of 5 calls; logged as ``<device>:cold``."""
+    from .measure import MeasureSettings, Measurer  # noqa: PLC0415
+
+    return Measurer(target, settings=MeasureSettings(number=5, repeat=5, warmup=2,
+                                                     flush_bytes=COLD_FLUSH_BYTES))
 
 
 def _judged(judge, graph, groups) -> float | None:

@@ -20,6 +20,7 @@ import shutil
 import socket
 import statistics
 import tempfile
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,13 @@ class MeasureError(RuntimeError):
 
 @dataclass(frozen=True)
 class MeasureSettings:
-    """How stages are timed. ``timeout_s`` bounds one build, one run, one RPC session."""
+    """How stages are timed. ``timeout_s`` bounds one build, one run, one RPC session.
+
+    ``flush_bytes`` > 0 (CPU): before every timed call a buffer of that size is written,
+    evicting the stage's weights from the caches, as they are in a whole model whose
+    weights exceed the last-level cache (each call is then timed alone; ``number`` calls
+    per repeat).
+    """
 
     number: int = 3
     repeat: int = 3
@@ -48,6 +55,7 @@ class MeasureSettings:
     timeout_s: float = 60.0
     build_workers: int | None = None
     batch_size: int = 32
+    flush_bytes: int = 0
 
 
 @dataclass
@@ -132,7 +140,8 @@ def export_stage(executable) -> str:
     return path
 
 
-def _time_vm(rt_mod, device, config, repeated_args, warmup: int) -> list[float]:
+def _time_vm(rt_mod, device, config, repeated_args, warmup: int,
+             flush_bytes: int = 0) -> list[float]:
     from tvm import relax  # noqa: PLC0415  (runs in a runner worker)
 
     vm = relax.VirtualMachine(rt_mod, device)
@@ -141,9 +150,29 @@ def _time_vm(rt_mod, device, config, repeated_args, warmup: int) -> list[float]:
         vm.set_input("main", *args)
         for _ in range(warmup):
             vm.invoke_stateful("main")
+        if flush_bytes > 0:
+            costs.extend(_time_cold(vm, device, config, flush_bytes))
+            continue
         timer = vm.time_evaluator("invoke_stateful", device, number=config.number,
                                   repeat=config.repeat, min_repeat_ms=config.min_repeat_ms)
         costs.extend(float(x) for x in timer("main").results)
+    return costs
+
+
+def _time_cold(vm, device, config, flush_bytes: int) -> list[float]:
+    """Mean seconds per call of ``config.repeat`` repeats of ``config.number`` calls, each
+    call after the caches were flushed by writing ``flush_bytes``."""
+    scratch = np.zeros(max(1, flush_bytes // 8), "float64")
+    costs = []
+    for _ in range(config.repeat):
+        total = 0.0
+        for _ in range(config.number):
+            scratch += 1.0
+            start = time.perf_counter()
+            vm.invoke_stateful("main")
+            device.sync()
+            total += time.perf_counter() - start
+        costs.append(total / config.number)
     return costs
 
 
@@ -159,15 +188,17 @@ def alloc_rpc(session, device, args_info, alloc_repeat: int) -> list:
              for _, dtype, shape in args_info] for _ in range(alloc_repeat)]
 
 
-def time_vm_local(rt_mod, device, config, repeated_args, warmup: int = 1) -> list[float]:
+def time_vm_local(rt_mod, device, config, repeated_args, warmup: int = 1,
+                  flush_bytes: int = 0) -> list[float]:
     """LocalRunner ``f_run_evaluator`` for a Relax VM executable."""
-    return _time_vm(rt_mod, device, config, repeated_args, warmup)
+    return _time_vm(rt_mod, device, config, repeated_args, warmup, flush_bytes)
 
 
-def time_vm_rpc(session, rt_mod, device, config, repeated_args, warmup: int = 1) -> list[float]:
+def time_vm_rpc(session, rt_mod, device, config, repeated_args, warmup: int = 1,
+                flush_bytes: int = 0) -> list[float]:
     """RPCRunner ``f_run_evaluator`` for a Relax VM executable (session unused)."""
     del session
-    return _time_vm(rt_mod, device, config, repeated_args, warmup)
+    return _time_vm(rt_mod, device, config, repeated_args, warmup, flush_bytes)
 
 
 class Measurer:
@@ -184,7 +215,8 @@ class Measurer:
     settings : MeasureSettings, optional
         Warm-up, number, repeat, min-repeat-ms, timeouts, batch size.
     device_key : str, optional
-        Names the device in the log (default ``rpc:<key>`` or ``local:<hostname>``).
+        Names the device in the log (default ``rpc:<key>`` or ``local:<hostname>``, plus
+        ``:cold`` when the settings flush the caches).
     """
 
     def __init__(self, target="llvm", rpc_tracker: str | None = None,
@@ -195,6 +227,8 @@ class Measurer:
         self.rpc = _parse_tracker(rpc_tracker, rpc_key) if rpc_tracker else None
         self.device_key = device_key or (f"rpc:{rpc_key}" if self.rpc
                                          else f"local:{socket.gethostname()}")
+        if self.settings.flush_bytes > 0 and device_key is None:
+            self.device_key += ":cold"  # cold-cache figures are not warm ones
         self._builder = self._runner = None
 
     @property
@@ -230,7 +264,8 @@ class Measurer:
             rpc_config = check_tracker(*self.rpc, timeout_s=s.timeout_s)
             self._runner = ms.runner.RPCRunner(
                 rpc_config, config, f_alloc_argument=alloc_rpc,
-                f_run_evaluator=functools.partial(time_vm_rpc, warmup=s.warmup))
+                f_run_evaluator=functools.partial(time_vm_rpc, warmup=s.warmup,
+                                                  flush_bytes=s.flush_bytes))
         else:
             if not _tvm.device_for(self.target).exist:
                 raise MeasureError(f"target {self.target_str} runs on {self.device_type}, which "
@@ -238,7 +273,8 @@ class Measurer:
                                    "on a remote device")
             self._runner = ms.runner.LocalRunner(
                 timeout_sec=s.timeout_s, evaluator_config=config,
-                f_run_evaluator=functools.partial(time_vm_local, warmup=s.warmup))
+                f_run_evaluator=functools.partial(time_vm_local, warmup=s.warmup,
+                                                  flush_bytes=s.flush_bytes))
         self._builder = ms.builder.LocalBuilder(
             max_workers=s.build_workers, timeout_sec=s.timeout_s,
             f_build=build_stage, f_export=export_stage)

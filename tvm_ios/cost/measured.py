@@ -78,6 +78,7 @@ class MeasuredCostModel:
         self.signers: dict[str, StageSigner] = {}
         self.modules: dict[tuple, StageModule] = {}
         self.signatures: dict[tuple, str] = {}
+        self._fingerprints: dict[int, tuple[OpGraph, str]] = {}
         self.failed: dict[str, str] = {}  # signature -> error
         self.counts = {"measured": 0, "cached": 0, "predicted": 0}
         self.progress = progress
@@ -96,7 +97,10 @@ class MeasuredCostModel:
 
     # -- stages and keys ------------------------------------------------------------------
     def _signer(self, graph: OpGraph) -> tuple[str, StageSigner]:
-        fingerprint = graph.fingerprint()
+        known = self._fingerprints.get(id(graph))  # the DP asks per stage: hash a graph once
+        if known is None or known[0] is not graph:
+            known = self._fingerprints[id(graph)] = (graph, graph.fingerprint())
+        fingerprint = known[1]
         if fingerprint not in self.signers:
             raise ValueError(f"MeasuredCostModel: graph {graph.name!r} was not registered "
                              "(pass its module to the constructor or to add())")

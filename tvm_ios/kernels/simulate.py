@@ -11,8 +11,11 @@ codegen --simulate``.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
+from pathlib import Path
 
 import numpy as np
 import tvm
@@ -118,18 +121,51 @@ def simulate_program(kernel, source: str, *, seed: int = 0, num_threads: int | N
             "simulator_threads": run.num_threads}
 
 
+def _journal_key(source: str, seed: int, num_threads, data_races: bool) -> str:
+    """What makes a simulation's row reusable: the kernel's source and how it was run."""
+    text = json.dumps([source, seed, num_threads, data_races, SIM_WAIT_BOUND])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _read_journal(path) -> dict:
+    """``{key: row}`` of a journal of finished simulations; a torn or corrupt line (a run
+    killed while writing) is skipped with a warning naming it."""
+    rows = {}
+    if path is None or not Path(path).is_file():
+        return rows
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        try:
+            entry = json.loads(line)
+            rows[entry["key"]] = entry["row"]
+        except (ValueError, KeyError, TypeError):
+            logger.warning("%s:%d: not a simulation record, skipped", path, number)
+    return rows
+
+
 def simulate_regions(regions, gpu, vdevice, *, seed: int = 0, num_threads: int | None = None,
-                     data_races: bool = True, progress=None) -> dict:
-    """Simulate every planned ``(ops, program)`` region (see :func:`simulate_model`)."""
+                     data_races: bool = True, progress=None, journal=None) -> dict:
+    """Simulate every planned ``(ops, program)`` region (see :func:`simulate_model`).
+
+    ``journal`` (a JSON-lines path) keeps each finished program's row as it finishes; a
+    later run with the same journal reuses the row of a program whose OpenCL source and
+    simulation options are unchanged (``"resumed": true``) instead of simulating it again,
+    so a long simulation cut short loses only the program it was running.
+    """
     start = time.time()
     opencl = _tvm.make_target("opencl")
     rows, failures = [], {}
+    done = _read_journal(journal)
     for ops, program in regions:
         kernel = build_program(program, ops, gpu, vdevice, opencl, SIM_WAIT_BOUND)
         try:
             source = build_kernels(kernel.func, opencl).source
-            rows.append(simulate_program(kernel, source, seed=seed, num_threads=num_threads,
-                                         data_races=data_races))
+            key = _journal_key(source, seed, num_threads, data_races)
+            if key in done:
+                rows.append(dict(done[key], resumed=True))
+            else:
+                rows.append(simulate_program(kernel, source, seed=seed,
+                                             num_threads=num_threads, data_races=data_races))
+                _append(journal, key, rows[-1])
         except (BoundedWaitError, RuntimeError) as err:
             logger.warning("%s was not simulated: %s", program.name, err)
             failures[program.name] = str(err)[:2000]
@@ -141,6 +177,12 @@ def simulate_regions(regions, gpu, vdevice, *, seed: int = 0, num_threads: int |
             "steps_zero": all(all(r["steps_zero"]) for r in rows),
             "errors": {r["name"]: r["errors"] for r in rows}, "failures": failures,
             "seconds": round(time.time() - start, 1), "results": rows}
+
+
+def _append(journal, key: str, row: dict) -> None:
+    if journal is not None:
+        with open(journal, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"key": key, "row": row}, default=float) + "\n")
 
 
 def simulate_model(mod, target, policy: str = "ios", schedule=None, *, seed: int = 0,
