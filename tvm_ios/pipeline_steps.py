@@ -110,7 +110,8 @@ def fallback_judges(target, opts, mod, kernels=None):
 
     log = opts.log if opts.log is not None else (
         Path(kernels.path) / STAGE_LOG if kernels is not None else None)
-    if not opts.measure and (log is None or not Path(str(log)).is_file()):
+    logged = log is not None and (not isinstance(log, (str, Path)) or Path(log).is_file())
+    if not opts.measure and not logged:  # (a MeasureLog object counts as a log)
         return None
     measurer = opts.measure
     if measurer is True:
