@@ -51,14 +51,15 @@ def _kernels(spec: str | None, model: str, size: int | None):
 
 
 def _measurer(kernels, args):
-    """``threads -> Measurer`` timing the fallback decisions' stages, caches flushed, into the
-    database's stage log (TVM's pool has ``max(threads)`` workers, the rPrograms' vEUs;
-    None: decide from the stage log and the roofline, as ``--no-measure-fallback`` asks)."""
+    """The judge measurer (:func:`~tvm_ios.cost.fallback.judge_measurer`) timing the fallback
+    decisions' stages, caches flushed, into the database's stage log (TVM's pool has
+    ``max(threads)`` workers, the rPrograms' vEUs); None: decide from the stage log and the
+    roofline, as ``--no-measure-fallback`` asks."""
     if args.no_measure_fallback or kernels is None:
         return None
     from tvm_ios.cost.fallback import judge_measurer  # noqa: PLC0415
 
-    return lambda t: judge_measurer(kernels.target)
+    return judge_measurer(kernels.target)
 
 
 def _tvm_columns(mod, kernels, threads: list[int], info: dict, measurer=None) -> dict:
@@ -76,7 +77,7 @@ def _tvm_columns(mod, kernels, threads: list[int], info: dict, measurer=None) ->
         info.setdefault("tvm-ios rProgram (tuned)", {})[t] = {}
         columns["tvm-ios rProgram (tuned)"][t] = cpu_builds.build_rprogram(
             mod, kernels, t, info=info["tvm-ios rProgram (tuned)"][t],
-            measurer=measurer and measurer(t))
+            measurer=measurer)
     return columns
 
 
@@ -99,8 +100,13 @@ def _runners(name, args, net, params, mod, kernels, x, info) -> dict:
                                                                                    t, p)
     start = time.perf_counter()
     _tvm.config_threads(max(threads))  # rPrograms are built for at most the pool's workers
-    for col, by_threads in _tvm_columns(mod, kernels, threads, info,
-                                        _measurer(kernels, args)).items():
+    measurer = _measurer(kernels, args)
+    try:
+        columns = _tvm_columns(mod, kernels, threads, info, measurer)
+    finally:
+        if measurer is not None:
+            measurer.close()  # its runner's worker processes
+    for col, by_threads in columns.items():
         for t, exe in by_threads.items():
             runners.setdefault(col, {})[t] = lambda t=t, e=exe: cb.tvm_runner(e, t)
     info["tvm_build_s"] = round(time.perf_counter() - start, 1)

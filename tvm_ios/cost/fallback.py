@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import math
-import socket
 
 from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule, Stage
@@ -48,7 +47,7 @@ def stage_judges(mod, log, measurer=None, kernels=None, target: str | None = Non
     from .measured import MeasuredCostModel  # noqa: PLC0415
 
     # without a measurer, read what a judge measurer (cold caches) logged on this machine
-    key = None if measurer is not None else f"local:{socket.gethostname()}:cold"
+    key = None if measurer is not None else judge_measurer(target or "llvm").device_key
     return tuple(MeasuredCostModel(mod, measurer, log, target=target, device_key=key,
                                    engine=engine, kernels=kernels)
                  for engine in ("rprogram", "sequential"))
@@ -88,9 +87,8 @@ def _prices(graph, groups, cost_model, judges):
 
 def _prefetch(graph, schedule, judges) -> None:
     """Measure, in batches, both sides of every concurrent stage the judges' log lacks."""
-    concurrent = [([graph.index[op] for op in g] for g in s.groups) for s in schedule.stages
-                  if s.strategy == "concurrent" and len(s.groups) > 1]
-    refs = [(tuple(tuple(g) for g in groups), False) for groups in concurrent]
+    refs = [(tuple(tuple(graph.index[op] for op in g) for g in s.groups), False)
+            for s in schedule.stages if s.strategy == "concurrent" and len(s.groups) > 1]
     for judge in judges or ():
         if getattr(judge, "measurer", None) is not None:
             judge.prefetch(graph, refs)
