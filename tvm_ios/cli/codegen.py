@@ -47,6 +47,9 @@ def add_parser(subparsers) -> None:
                         help="Oclgrind threads (default: one per vEU)")
     parser.add_argument("--no-data-races", action="store_true",
                         help="skip Oclgrind's data-race detection (faster)")
+    parser.add_argument("--sim-timeout", type=float, default=3600.0,
+                        help="wall seconds one program may simulate (default 3600; large "
+                             "programs need hours on two cores)")
     parser.set_defaults(handler=codegen)
 
 
@@ -99,16 +102,19 @@ def write_codegen(mod, params, name: str, target, policy: str, out_dir=None, cos
 
 def _print_row(row) -> None:
     errors = {k: v for k, v in row["errors"].items() if v and k != "inter_group_races"}
+    across = row["errors"].get("inter_group_races")
+    across = ("races across work-groups not recorded" if across is None else
+              f"{across} races across work-groups, not counted")
     print(f"  simulated {row['name']}: max|diff| {row['max_abs_diff']:.2e}, steps zero "
-          f"{row['steps_zero']}, errors {errors or 'none'} "
-          f"({row['errors'].get('inter_group_races', 0)} races across work-groups, not "
-          f"counted), {row['seconds']} s", flush=True)
+          f"{row['steps_zero']}, errors {errors or 'none'} ({across}), {row['seconds']} s",
+          flush=True)
 
 
 def codegen(args) -> int:
     """Print one line per rProgram (and per simulation); ``--json`` the summary too."""
     mod, params, name = load_model(args)
-    sim_options = {"num_threads": args.sim_threads, "data_races": not args.no_data_races}
+    sim_options = {"num_threads": args.sim_threads, "data_races": not args.no_data_races,
+                   "timeout": args.sim_timeout}
     summary = write_codegen(mod, params, name, args.target, args.policy, args.output,
                             make_cost_model(args), simulate=args.simulate,
                             sim_options=sim_options, progress=_print_row,

@@ -29,7 +29,7 @@ from .persistent import ZERO_THREADS
 from .simulator import in_order_slots
 
 __all__ = ["program_arrays", "reference_outputs", "simulate_program", "simulate_regions",
-           "simulate_model", "SIM_WAIT_BOUND"]
+           "simulate_model", "simulation_cost", "SIM_WAIT_BOUND"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +117,7 @@ def simulate_program(kernel, source: str, *, seed: int = 0, num_threads: int | N
             "max_abs_reference": max(float(np.abs(v).max()) for v in reference.values()),
             "steps_zero": [not steps[:kernel.workspace.error].any() for steps in run.steps],
             "errors": run.errors, "errors_capped": run.capped, "messages": run.messages,
+            "inter_group_races_recorded": run.inter_group_recorded,
             "seconds": round(run.seconds, 2), "launch_seconds": run.launch_seconds,
             "simulator_threads": run.num_threads}
 
@@ -142,36 +143,50 @@ def _read_journal(path) -> dict:
     return rows
 
 
+def simulation_cost(program) -> int:
+    """A rough cost of simulating ``program``: the work-item entries it interprets
+    (entries x threads), times the vEUs that must spin at once on this machine's cores."""
+    entries = sum(len(tasks) for tasks in program.prog)
+    return entries * max(1, in_order_slots(program))
+
+
 def simulate_regions(regions, gpu, vdevice, *, seed: int = 0, num_threads: int | None = None,
-                     data_races: bool = True, progress=None, journal=None) -> dict:
+                     data_races: bool = True, progress=None, journal=None,
+                     timeout: float = 3600.0) -> dict:
     """Simulate every planned ``(ops, program)`` region (see :func:`simulate_model`).
 
-    ``journal`` (a JSON-lines path) keeps each finished program's row as it finishes; a
-    later run with the same journal reuses the row of a program whose OpenCL source and
-    simulation options are unchanged (``"resumed": true``) instead of simulating it again,
-    so a long simulation cut short loses only the program it was running.
+    Programs run cheapest first (:func:`simulation_cost`), so a run cut short has checked
+    as many as it could; the rows are returned in plan order. ``journal`` (a JSON-lines
+    path) keeps each finished program's row as it finishes; a later run with the same
+    journal reuses the row of a program whose OpenCL source and simulation options are
+    unchanged (``"resumed": true``) instead of simulating it again, so a long simulation
+    cut short loses only the program it was running. ``timeout`` bounds one program's
+    simulation (wall seconds).
     """
     start = time.time()
     opencl = _tvm.make_target("opencl")
-    rows, failures = [], {}
+    rows, failures = {}, {}
     done = _read_journal(journal)
-    for ops, program in regions:
+    order = sorted(range(len(regions)), key=lambda i: simulation_cost(regions[i][1]))
+    for index in order:
+        ops, program = regions[index]
         kernel = build_program(program, ops, gpu, vdevice, opencl, SIM_WAIT_BOUND)
         try:
             source = build_kernels(kernel.func, opencl).source
             key = _journal_key(source, seed, num_threads, data_races)
             if key in done:
-                rows.append(dict(done[key], resumed=True))
+                rows[index] = dict(done[key], resumed=True)
             else:
-                rows.append(simulate_program(kernel, source, seed=seed,
-                                             num_threads=num_threads, data_races=data_races))
-                _append(journal, key, rows[-1])
+                rows[index] = simulate_program(kernel, source, seed=seed, timeout=timeout,
+                                               num_threads=num_threads, data_races=data_races)
+                _append(journal, key, rows[index])
         except (BoundedWaitError, RuntimeError) as err:
             logger.warning("%s was not simulated: %s", program.name, err)
             failures[program.name] = str(err)[:2000]
             continue
         if progress is not None:
-            progress(rows[-1])
+            progress(rows[index])
+    rows = [rows[i] for i in sorted(rows)]
     return {"programs": len(regions), "simulated": len(rows),
             "max_abs_diff": max((r["max_abs_diff"] for r in rows), default=None),
             "steps_zero": all(all(r["steps_zero"]) for r in rows),
