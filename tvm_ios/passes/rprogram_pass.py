@@ -114,6 +114,7 @@ class RProgramPass:
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"RProgramPass: module has no function {self.func_name!r}")
         self._use(self._target())
+        original = mod
         ext = extract(mod[self.func_name], name=self.func_name)
         graph, members = augment(ext)
         schedule, items = self._plan(mod, ext, graph, members)
@@ -127,6 +128,8 @@ class RProgramPass:
         regions = self.planned = sum(kind == "region" for kind, *_ in items)
         logger.info("RProgramPass: %d rPrograms built, %d kept as own kernels",
                     len(rewriter.built), regions - len(rewriter.built))
+        if not rewriter.built:  # nothing to run on vEUs: keep the bindings' order, which
+            mod = original      # decides how the build fuses (and finds tuned kernels)
         return record_schedule(mod, self.func_name, schedule)
 
     def _schedule(self, mod, graph) -> Schedule:
