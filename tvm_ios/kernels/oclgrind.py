@@ -144,7 +144,8 @@ def run_kernel(source: str, program: str, arrays: dict, outputs: list[str],
     shim = None if record_inter_group or not data_races else race_shim()
     options = dict(threads=num_threads or num_groups, timeout=timeout, local_mem=local_mem,
                    max_errors=max_errors, max_wg=max(local_size, 1024))
-    run = OclgrindRun(num_threads=options["threads"], inter_group_recorded=data_races and shim is None)
+    run = OclgrindRun(num_threads=options["threads"],
+                      inter_group_recorded=data_races and shim is None)
     first = _simulate(source, arrays, dict(spec, zero_first=True, launches=1), data_races,
                       preload=shim, **options)
     results = [(first, data_races)]

@@ -144,8 +144,8 @@ def _read_journal(path) -> dict:
 
 
 def simulation_cost(program) -> int:
-    """A rough cost of simulating ``program``: the work-item entries it interprets
-    (entries x threads), times the vEUs that must spin at once on this machine's cores."""
+    """A rough cost of simulating ``program``: its entries (rTasks and barrier-rTasks)
+    times the vEUs that must be resident at once (they share this machine's cores)."""
     entries = sum(len(tasks) for tasks in program.prog)
     return entries * max(1, in_order_slots(program))
 
