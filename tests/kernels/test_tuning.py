@@ -9,7 +9,7 @@ import tvm
 
 from tvm_ios.kernels.kernel_db import KernelDB, host_target
 from tvm_ios.kernels.tuned_build import TUNED_ATTR, apply_kernels, tuned_functions
-from tvm_ios.kernels.tuning import kernel_tasks, tune_kernels
+from tvm_ios.kernels.tuning import kernel_tasks, tune_kernels, untuned_tasks
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import random_inputs, run
 from tvm_ios.testing import dag_model
@@ -60,6 +60,20 @@ def test_tuning_writes_records_and_resumes(model, tuned):
     again = tune_kernels(model, kernels, trials=4)
     assert all(r.trials == 0 for r in again)  # enough records: nothing measured again
     assert kernels.meta["target"]["mcpu"] == tvm.target.codegen.llvm_get_system_cpu()
+
+
+def test_a_task_without_a_record_is_tuned_even_past_the_trial_budget(tmp_path):
+    two = dag_model(seed=0, num_ops=2, channels=8, size=8, p=0.0)[0]  # 1x1 and 3x3 convs
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    tasks = kernel_tasks(two, kernels, "parallel")
+    assert len(tasks) == 2
+    # meta_schedule's warm-up round spends its budget on the first task only
+    tune_kernels(two, kernels, variants=("parallel",), trials=2, cover=0, min_repeat_ms=1)
+    assert len(untuned_tasks(tasks, kernels, "parallel")) == 1
+    again = tune_kernels(two, kernels, variants=("parallel",), trials=2, cover=2,
+                         min_repeat_ms=1)
+    assert untuned_tasks(tasks, kernels, "parallel") == []
+    assert again[0].trials >= 2 and again[0].records > 2  # past the budget of 2
 
 
 def test_database_changes_the_sequential_kernels(model, tuned):

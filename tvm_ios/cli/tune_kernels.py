@@ -45,6 +45,9 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--rpc-key", help="device key of the RPC servers")
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="seconds per candidate run and for the tracker to answer")
+    parser.add_argument("--cover", type=int, default=8,
+                        help="trials at least for each kernel the database has no record "
+                             "of, tuned first, past --trials if need be (default 8; 0: off)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the search")
     parser.set_defaults(handler=run)
 
@@ -136,7 +139,7 @@ def run(args) -> int:
     try:
         reports = tune_kernels(mod, kernels, args.variants, args.trials, rpc, _Bar(),
                                seed=args.seed, anchors_only=not args.all_ops,
-                               timeout_s=args.timeout)
+                               cover=args.cover, timeout_s=args.timeout)
     except MeasureError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
