@@ -207,6 +207,7 @@ def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial"), trials
         todo = max(0, trials - before)
         missing = untuned_tasks(tasks, kernels, variant) if cover > 0 else []
         start = time.perf_counter()
+        # (a fresh database whose budget pays the warm-up round tunes every task anyway)
         if missing and (before or len(tasks) * _per_iter(todo, len(tasks)) > todo):
             logger.info("%d of %d %s tasks have no record: %d trials for them first",
                         len(missing), len(tasks), variant, len(missing) * cover)
