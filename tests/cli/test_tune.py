@@ -62,3 +62,26 @@ def test_missing_tune_extra_names_the_pip_install(tmp_path, monkeypatch, capsys)
     assert status == 2
     assert "cloudpickle is missing" in err and "pip install 'tvm-ios[tune]'" in err
     assert "Traceback" not in err
+
+
+def test_cold_tune_logs_under_the_judges_key_which_the_dp_then_reads(tmp_path):
+    from tvm_ios.cost.fallback import judge_measurer, logged_key
+
+    mod, log = _tiny(), str(tmp_path / "log.jsonl")
+    args = build_parser().parse_args(["tune", "--model", "tiny", "-r", "1", "-s", "2",
+                                      "--cold", "--number", "1", "--repeat", "1", "--log", log])
+    _, counts, model = tune_module(mod, "tiny", args)
+    cold = judge_measurer("llvm").device_key
+    assert counts["measured"] > 0 and model.device_key == cold
+    assert {r.device_key for r in model.log.records} == {cold}
+    assert logged_key(model.log, model.target) == cold
+
+
+def test_cold_is_refused_for_a_target_that_is_not_this_cpu(tmp_path):
+    from tvm_ios.cli.tune import run
+
+    args = build_parser().parse_args(["tune", "--model", "squeezenet", "--cold",
+                                      "--target", "nvidia/nvidia-h100",
+                                      "--log", str(tmp_path / "log.jsonl")])
+    with pytest.raises(ValueError, match="not a CPU target"):
+        run(args)

@@ -44,10 +44,15 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--cost", choices=COSTS, default="measured")
     parser.add_argument("--rpc-tracker", metavar="HOST:PORT", help="RPC tracker to run on")
     parser.add_argument("--rpc-key", help="device key of the RPC servers")
-    parser.add_argument("--number", type=int, default=3, help="calls per timing (default 3)")
-    parser.add_argument("--repeat", type=int, default=3, help="timings kept (default 3)")
+    parser.add_argument("--number", type=int, default=None, help="calls per timing (default 3)")
+    parser.add_argument("--repeat", type=int, default=None, help="timings kept (default 3)")
     parser.add_argument("--min-repeat-ms", type=int, default=0)
-    parser.add_argument("--warmup", type=int, default=1, help="untimed calls first")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed calls first (1)")
+    parser.add_argument("--cold", action="store_true",
+                        help="time each call after flushing the caches, as the judges of the "
+                             "CPU builds do (logged under <device key>:cold, which the DP of "
+                             "those builds then reads); --number/--repeat/--warmup default "
+                             "to the judges' 5/5/2")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per build/run")
     parser.add_argument("--batch-size", type=int, default=64, help="stages per build batch")
     parser.add_argument("--predictor", choices=("roofline", "xgb"), default="roofline",
@@ -91,9 +96,17 @@ def _target(args, kernels):
 def _measurer(args, kernels=None):
     from ..cost.measure import MeasureSettings, Measurer  # noqa: PLC0415
 
-    settings = MeasureSettings(number=args.number, repeat=args.repeat,
-                               min_repeat_ms=args.min_repeat_ms, warmup=args.warmup,
-                               timeout_s=args.timeout, batch_size=args.batch_size)
+    given = {name: getattr(args, name, None) for name in ("number", "repeat", "warmup")}
+    given = {name: value for name, value in given.items() if value is not None}
+    common = dict(min_repeat_ms=args.min_repeat_ms, timeout_s=args.timeout,
+                  batch_size=args.batch_size)
+    if getattr(args, "cold", False):
+        from ..cost.fallback import cold_settings  # noqa: PLC0415
+
+        settings = cold_settings(**common, **given)
+    else:
+        settings = MeasureSettings(**{"number": 3, "repeat": 3, "warmup": 1, **common,
+                                      **given})
     return Measurer(_target(args, kernels), getattr(args, "rpc_tracker", None),
                     getattr(args, "rpc_key", None), settings, args.device_key)
 
@@ -180,6 +193,9 @@ def run(args) -> int:
     """Tune ``--model``; print the schedule and the measured/cached/predicted counts."""
     if args.cost in ("measured", "hybrid") and not args.log:
         raise ValueError("--log FILE is needed to keep measurements")
+    if args.cold and "llvm" not in str(args.target):
+        raise ValueError(f"--cold flushes this CPU's caches; --target {args.target} is not "
+                         "a CPU target")
     from ..cost.measure import MeasureError  # noqa: PLC0415
 
     mod, params, name = load_model(args)
