@@ -57,10 +57,8 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
     (``cpu``, one unit per pool worker) for rPrograms on ``llvm``, ``llvm`` (kernels one
     after another) for stages on ``llvm``, the GPU's (``h100``, ``a100``) on CUDA. With
     ``log`` (and the module ``mod`` to be scheduled), or a kernel database ``kernels`` that
-    keeps a stage log (``stages.jsonl``, measured with its kernels), logged stages are
-    priced by their measurements (cold-cache ones where the log holds enough,
-    :func:`~tvm_ios.cost.fallback.logged_key`) and the rest by that preset, scaled to the
-    measured ones.
+    keeps a stage log (``stages.jsonl``, measured with its kernels), logged stages are priced by their measurements
+    and the rest by that preset, scaled to the measured ones.
     """
     from .cost.analytical import AnalyticalCostModel  # noqa: PLC0415
 
@@ -76,14 +74,9 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
     from .cost.measured import MeasuredCostModel  # noqa: PLC0415
     from .schedule.ios import ios_schedule  # noqa: PLC0415
 
-    from .cost.fallback import logged_key  # noqa: PLC0415
-    from .cost.log import MeasureLog  # noqa: PLC0415
-
     logged_target = str(kernels.target) if kernels is not None else str(target)
-    log = log if isinstance(log, MeasureLog) else MeasureLog(log)
     measured = MeasuredCostModel(mod, None, log, target=logged_target, kernels=kernels,
-                                 engine="rprogram" if engine == "rprogram" else "sequential",
-                                 device_key=logged_key(log, logged_target))
+                                 engine="rprogram" if engine == "rprogram" else "sequential")
     hybrid = HybridCostModel(measured, analytical)
     graph = next(iter(measured.extractions.values())).graph
     ios_schedule(graph, hybrid, **ios_options)  # prices every candidate once

@@ -64,8 +64,8 @@ def test_missing_tune_extra_names_the_pip_install(tmp_path, monkeypatch, capsys)
     assert "Traceback" not in err
 
 
-def test_cold_tune_logs_under_the_judges_key_which_the_dp_then_reads(tmp_path):
-    from tvm_ios.cost.fallback import judge_measurer, logged_key
+def test_cold_tune_logs_what_the_judges_read(tmp_path):
+    from tvm_ios.cost.fallback import judge_measurer, stage_judges
 
     mod, log = _tiny(), str(tmp_path / "log.jsonl")
     args = build_parser().parse_args(["tune", "--model", "tiny", "-r", "1", "-s", "2",
@@ -74,7 +74,12 @@ def test_cold_tune_logs_under_the_judges_key_which_the_dp_then_reads(tmp_path):
     cold = judge_measurer("llvm").device_key
     assert counts["measured"] > 0 and model.device_key == cold
     assert {r.device_key for r in model.log.records} == {cold}
-    assert logged_key(model.log, model.target) == cold
+    # a build that does not measure decides its concurrent stages from these figures
+    together, _ = stage_judges(mod, log)
+    graph = next(iter(model.extractions.values())).graph
+    stages = [list(map(list, g)) for g, merge in model.candidates(
+        graph, max_group_size=1, max_num_groups=2) if len(g) > 1 and not merge]
+    assert stages and together.logged(graph, stages[0]) == model.logged(graph, stages[0])
 
 
 def test_cold_is_refused_for_a_target_that_is_not_this_cpu(tmp_path):

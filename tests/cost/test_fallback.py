@@ -98,24 +98,3 @@ def test_logged_only_judges_leave_unlogged_stages_to_the_cost_model(tiny, tmp_pa
                       judges=stage_judges(tiny, tmp_path / "empty.jsonl"), max_group_size=2)
     assert decisions and not any(d["measured"] for d in decisions)  # nothing built/measured
 
-
-def _record(key: str, device_key: str, groups: int):
-    from tvm_ios.cost.log import LogRecord
-
-    return LogRecord(key, "llvm", device_key, [1e-4], 100.0,
-                     stage={"strategy": "concurrent", "groups": [[{"kind": "conv2d"}]] * groups})
-
-
-def test_the_dp_reads_cold_figures_once_a_cold_tune_measured_there():
-    from tvm_ios.cost.fallback import judge_measurer, logged_key
-    from tvm_ios.cost.log import MeasureLog
-
-    cold = judge_measurer("llvm").device_key
-    log = MeasureLog()
-    assert logged_key(log, "llvm") is None  # an empty log: the warm default
-    log.append(_record("w0", cold[:-len(":cold")], 1))
-    log.append(_record("c0", cold, 2))
-    assert logged_key(log, "llvm") is None  # judged stages alone do not price the DP
-    log.append(_record("c1", cold, 1))  # a one-group stage: `tune --cold` measured here
-    assert logged_key(log, "llvm") == cold
-    assert logged_key(log, '{"kind": "llvm", "mcpu": "other"}') is None  # another target

@@ -23,9 +23,8 @@ from pathlib import Path
 import tvm
 
 from ..cost.analytical import AnalyticalCostModel
-from ..cost.fallback import logged_key, rprogram_schedule, stage_judges
+from ..cost.fallback import rprogram_schedule, stage_judges
 from ..cost.hybrid import HybridCostModel
-from ..cost.log import MeasureLog
 from ..cost.measured import MeasuredCostModel
 from ..kernels.kernel_db import STAGE_LOG
 from ..kernels.tuned_build import apply_kernels, tuned_functions
@@ -41,15 +40,13 @@ logger = logging.getLogger(__name__)
 
 
 def stage_cost_model(mod, kernels, engine: str = "rprogram", log: str | Path | None = None):
-    """Logged stage figures (measured with ``kernels``; cold-cache ones where the log holds
-    enough, :func:`~tvm_ios.cost.fallback.logged_key`), the CPU roofline for the rest."""
+    """Logged stage figures (measured with ``kernels``), the CPU roofline for the rest."""
     path = Path(log) if log else stage_log(kernels)
     if path is None or not path.is_file():
         return AnalyticalCostModel("cpu")
     target = str(kernels.target) if kernels is not None else "llvm"
-    log = MeasureLog(path)
-    measured = MeasuredCostModel(mod, None, log, target=target, engine=engine,
-                                 kernels=kernels, device_key=logged_key(log, target))
+    measured = MeasuredCostModel(mod, None, path, target=target, engine=engine,
+                                 kernels=kernels)
     hybrid = HybridCostModel(measured, AnalyticalCostModel("cpu"))
     hybrid.calibrate()
     return hybrid

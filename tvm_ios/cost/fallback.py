@@ -25,7 +25,7 @@ from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule, Stage
 
 __all__ = ["sequential_fallback", "rprogram_schedule", "stage_judges", "judge_measurer",
-           "cold_settings", "logged_key", "COLD_FLUSH_BYTES"]
+           "cold_settings", "COLD_FLUSH_BYTES"]
 
 #: Bytes written before each timed call of a judged stage: more than this CPU's last-level
 #: cache, so the stage's weights come from memory, as in a whole model whose weights do not
@@ -68,20 +68,6 @@ def judge_measurer(target):
     from .measure import Measurer  # noqa: PLC0415
 
     return Measurer(target, settings=cold_settings())
-
-
-def logged_key(log, target: str) -> str | None:
-    """The device key whose figures of ``target`` a stage cost model should read from
-    ``log``: this machine's cold-cache key once ``tvm-ios tune --cold`` has measured there
-    (the log holds a cold figure of a one-group stage, which the judges never time), else
-    None (the warm default). The DP then prices stages as the judges will, instead of
-    picking stages on warm figures that the judges drop."""
-    from .log import MeasureLog  # noqa: PLC0415
-
-    log = log if isinstance(log, MeasureLog) else MeasureLog(log)
-    cold = judge_measurer("llvm").device_key  # this machine's key, whatever the target
-    tuned = any(len(r.stage.get("groups", ())) == 1 for r in log.for_device(str(target), cold))
-    return cold if tuned else None
 
 
 def _judged(judge, graph, groups) -> float | None:
