@@ -97,4 +97,3 @@ def test_logged_only_judges_leave_unlogged_stages_to_the_cost_model(tiny, tmp_pa
     rprogram_schedule(tiny, AnalyticalCostModel("v100"), decisions=decisions,
                       judges=stage_judges(tiny, tmp_path / "empty.jsonl"), max_group_size=2)
     assert decisions and not any(d["measured"] for d in decisions)  # nothing built/measured
-

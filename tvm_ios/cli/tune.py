@@ -50,9 +50,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--warmup", type=int, default=None, help="untimed calls first (1)")
     parser.add_argument("--cold", action="store_true",
                         help="time each call after flushing the caches, as the judges of the "
-                             "CPU builds do (logged under <device key>:cold, which the DP of "
-                             "those builds then reads); --number/--repeat/--warmup default "
-                             "to the judges' 5/5/2")
+                             "CPU builds do (logged under <device key>:cold, where the judges "
+                             "read); --number/--repeat/--warmup default to their 5/5/2")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per build/run")
     parser.add_argument("--batch-size", type=int, default=64, help="stages per build batch")
     parser.add_argument("--predictor", choices=("roofline", "xgb"), default="roofline",
