@@ -99,13 +99,11 @@ def _measurer(args, kernels=None):
     given = {name: value for name, value in given.items() if value is not None}
     common = dict(min_repeat_ms=args.min_repeat_ms, timeout_s=args.timeout,
                   batch_size=args.batch_size)
-    if getattr(args, "cold", False):
-        from ..cost.fallback import cold_settings  # noqa: PLC0415
+    from ..cost.fallback import cold_settings  # noqa: PLC0415
 
-        settings = cold_settings(**common, **given)
-    else:
-        settings = MeasureSettings(**{"number": 3, "repeat": 3, "warmup": 1, **common,
-                                      **given})
+    # what is not given: the judges' cold settings, or MeasureSettings' defaults (3/3/1)
+    settings = (cold_settings if getattr(args, "cold", False) else MeasureSettings)(
+        **common, **given)
     return Measurer(_target(args, kernels), getattr(args, "rpc_tracker", None),
                     getattr(args, "rpc_key", None), settings, args.device_key)
 
