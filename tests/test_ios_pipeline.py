@@ -13,6 +13,7 @@ from tvm_ios import _tvm
 from tvm_ios.bench.artifact import _cuda_sources
 from tvm_ios.cost.log import LogRecord, MeasureLog
 from tvm_ios.cost.measured import MeasuredCostModel
+from tvm_ios.cost.stage_module import RPROGRAM_TAG
 from tvm_ios.kernels.gpu_build import kernel_signatures, persistent_kernel
 from tvm_ios.graph.analysis import ancestors
 from tvm_ios.relax_pipeline import VARIANTS, cost_model_for, pipeline
@@ -169,7 +170,7 @@ def test_measure_decides_each_concurrent_stage_from_both_runs(tmp_path, forked):
     p = pipeline(measure=True, log=tmp_path / "stages.jsonl")
     _check_matches(forked, tvm.compile(forked, "llvm", relax_pipeline=p))
     records = MeasureLog(tmp_path / "stages.jsonl").records
-    assert {r.signature.endswith("-rp") for r in records} == {True, False}
+    assert {r.signature.endswith(RPROGRAM_TAG) for r in records} == {True, False}
     kept, made_sequential = map(int, p.report["schedule"]["stats"]["fallback"].split()[::3])
     assert len(records) == 2 * (kept + made_sequential)
     concurrent = [s for s in p.report["schedule"]["stages"] if len(s["groups"]) > 1]

@@ -260,3 +260,10 @@ def compile_cuda(source: str, target, target_format: str = "cubin") -> bytes:
 
     with make_target(target):
         return bytes(nvcc.compile_cuda(source, target_format=target_format, compiler="nvcc"))
+
+
+def ms_workload(func) -> IRModule:
+    """A PrimFunc as meta_schedule keys its database by (``tune_context._normalize_mod``)."""
+    from tvm.s_tir.meta_schedule.tune_context import _normalize_mod  # noqa: PLC0415
+
+    return _normalize_mod(func)

@@ -2,6 +2,7 @@
 import logging
 
 from tvm_ios.cost.fallback import sequential_fallback
+from tvm_ios.cost.stage_module import RPROGRAM_TAG
 from tvm_ios.graph.opgraph import OpGraph, OpNode
 from tvm_ios.schedule.schedule import Schedule, Stage
 
@@ -81,7 +82,7 @@ def test_measured_judges_time_both_sides_into_the_log(tiny, measurer, tmp_path):
                             judges=stage_judges(tiny, log, measurer), max_group_size=2)
     assert decisions and all(d["measured"] for d in decisions)
     records = MeasureLog(log).records
-    tags = {r.signature.endswith("-rp") for r in records}
+    tags = {r.signature.endswith(RPROGRAM_TAG) for r in records}
     assert tags == {True, False}  # each stage as one rProgram and back to back
     assert 2 <= len(records) <= 2 * len(decisions)  # identical blocks share signatures
     concurrent = [s for s in schedule_of(out).stages if len(s.groups) > 1]

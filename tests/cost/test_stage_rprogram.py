@@ -9,7 +9,7 @@ from tvm_ios.bench.artifact import _cuda_sources
 from tvm_ios.kernels.gpu_build import kernel_signatures, persistent_kernel
 from tvm_ios.cost.measure import build_stage, prepare_stage
 from tvm_ios.cost.measured import MeasuredCostModel
-from tvm_ios.cost.stage_module import ENGINE_ATTR, stage_module
+from tvm_ios.cost.stage_module import ENGINE_ATTR, RPROGRAM_TAG, stage_module
 from tvm_ios.graph.extract import extract
 from tvm_ios.runtime.compare import random_inputs, run
 
@@ -34,7 +34,7 @@ def _calls(mod, op_name: str) -> int:
 
 def test_concurrent_stage_builds_as_one_rprogram_on_llvm(ext):
     stage = stage_module(ext, [[0], [1], [2, 3]])
-    assert stage.key.endswith("-rp") and stage.signature.endswith("-rp")
+    assert stage.key.endswith(RPROGRAM_TAG) and stage.signature.endswith(RPROGRAM_TAG)
     mod = prepare_stage(stage.mod, "llvm")
     assert len(_rprograms(mod)) == 1
     assert _calls(mod, "relax.call_tir") == 1  # the whole stage is one kernel call
@@ -56,7 +56,7 @@ def test_sequential_engine_and_single_groups_are_not_rewritten(ext):
                   stage_module(ext, [[0], [1], [2]], merge=True)):
         assert ENGINE_ATTR not in stage.mod.attrs
         assert not _rprograms(prepare_stage(stage.mod, "llvm"))
-        assert not stage.key.endswith("-rp")
+        assert not stage.key.endswith(RPROGRAM_TAG)
 
 
 def test_cuda_concurrent_stage_is_one_persistent_kernel(ext):
@@ -78,7 +78,7 @@ def test_measured_model_measures_the_rprogram(ext, measurer):
     graph = next(iter(model.extractions.values())).graph
     latency = model.stage_latency(graph, [[0], [1]])
     assert 0 < latency < float("inf")
-    (record,) = [r for r in model.log.records if r.key.endswith("-rp")]
+    (record,) = [r for r in model.log.records if r.key.endswith(RPROGRAM_TAG)]
     assert record.signature == model.signature(graph, [[1], [0]])  # groups are a set
     sequential = MeasuredCostModel(extract(ext.func), measurer, model.log, engine="sequential")
     assert sequential.logged(graph, [[0], [1]]) is None  # a back-to-back figure is another

@@ -6,10 +6,12 @@ import pytest
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.graph.opgraph import OpGraph
 from tvm_ios.kernels.policies import ios_policy, wavefront_policy, waves
-from tvm_ios.kernels.roperator import RKernel, ROperator, estimate_roperators
+from tvm_ios.kernels.roperator import SLICE_EFFICIENCY, SLICES, RKernel, ROperator, \
+    estimate_roperators
 from tvm_ios.kernels.simulator import check_dependencies, simulate
 from tvm_ios.kernels.vdevice import VDEVICES, ResidencyError, cpu_vdevice
 from tvm_ios.schedule.ios import ios_schedule
+from tvm_ios.schedule.schedule import Schedule, Stage
 
 
 def random_graph(seed, n=12, p=0.25):
@@ -93,3 +95,46 @@ def test_requested_veus_checked_against_residency():
     with pytest.raises(ResidencyError, match="resident vEUs"):
         wavefront_policy(graph, estimate_roperators(graph, "h100"), VDEVICES["h100"],
                          num_veus=10 ** 5)
+
+
+def _cpu_rops(graph, serial_us: dict, sliced: bool = True) -> dict:
+    rops = {}
+    for name, us in serial_us.items():
+        kernels = [RKernel("whole", 1, 1, us)]
+        if sliced:
+            kernels.append(RKernel(SLICES, 2, 1, us / 2 / SLICE_EFFICIENCY))
+        rops[name] = ROperator(name, kernels)
+    return rops
+
+
+def test_ios_policy_cuts_the_op_that_dominates_a_cpu_stage_into_slices():
+    graph = OpGraph.from_edges(3, [(0, 1)], names=["a", "b", "c"])  # a -> b, and c
+    schedule = Schedule([Stage([["a", "b"], ["c"]])])
+    rops = _cpu_rops(graph, {"a": 100.0, "b": 100.0, "c": 20.0})
+    ((_, program),) = ios_policy(graph, schedule, rops, cpu_vdevice(2), num_veus=2)
+    # groups on their own vEUs take 200 us; every op cut in two: 3 x (share / 0.9) = 122 us
+    assert program.meta["placement"] == "balanced"
+    assert str(program).splitlines()[1:] == ["  vEU   0: a[0] wait(1>=1) b[0] c[0]",
+                                             "  vEU   1: a[1] wait(0>=1) b[1] c[1]"]
+    assert simulate(program).makespan_us == pytest.approx(220.0 / 2 / SLICE_EFFICIENCY)
+    check_dependencies(program, [("a", "b")])
+
+
+def test_ios_policy_keeps_groups_whole_when_they_balance():
+    graph = OpGraph.from_edges(2, [], names=["a", "b"])
+    schedule = Schedule([Stage([["a"], ["b"]])])
+    rops = _cpu_rops(graph, {"a": 100.0, "b": 100.0})
+    ((_, program),) = ios_policy(graph, schedule, rops, cpu_vdevice(2), num_veus=2)
+    assert program.meta["placement"] == "groups"
+    assert {t.kernel for ts in program.prog for t in ts} == {"whole"}
+    unsliced = _cpu_rops(graph, {"a": 300.0, "b": 20.0}, sliced=False)
+    ((_, program),) = ios_policy(graph, schedule, unsliced, cpu_vdevice(2), num_veus=2)
+    assert {t.kernel for ts in program.prog for t in ts} == {"whole"}  # nothing to cut
+
+
+def test_ios_policy_on_a_gpu_places_groups_on_their_own_veus():
+    graph = OpGraph.from_edges(3, [(0, 1)], names=["a", "b", "c"])
+    schedule = Schedule([Stage([["a", "b"], ["c"]])])
+    rops = _cpu_rops(graph, {"a": 100.0, "b": 100.0, "c": 20.0})
+    ((_, program),) = ios_policy(graph, schedule, rops, VDEVICES["h100"], num_veus=2)
+    assert program.meta["placement"] == "groups"

@@ -7,9 +7,12 @@ import numpy as np
 import pytest
 import tvm
 
+from tvm_ios.graph.extract import extract
 from tvm_ios.kernels.kernel_db import KernelDB, host_target
+from tvm_ios.kernels.regions import augment
 from tvm_ios.kernels.tuned_build import TUNED_ATTR, apply_kernels, tuned_functions
 from tvm_ios.kernels.tuning import kernel_tasks, tune_kernels, untuned_tasks
+from tvm_ios.passes._rprogram_backends import CPUBackend
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import random_inputs, run
 from tvm_ios.testing import dag_model
@@ -107,6 +110,22 @@ def test_database_changes_the_vEU_kernels_of_an_rprogram(model, tuned):
     ref = run(tvm.compile(model, "llvm"), x)
     out = run(tvm.compile(apply_kernels(mods[1], kernels), kernels.target), x)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_the_cpu_backend_prices_ops_by_the_records_of_their_serial_kernels(model, tuned):
+    kernels, _ = tuned
+    ext = extract(model["main"])
+    graph, members = augment(ext)
+    bindings = list(ext.func.body.blocks[ext.block_index].bindings)
+    rops = CPUBackend(kernels=kernels).rops(graph, members, bindings)
+    records = [r for r in kernels.database("serial").get_all_tuning_records() if r.run_secs]
+    best = min(records, key=lambda r: np.mean([float(x) for x in r.run_secs]))
+    convs = [r for name, r in rops.items() if name.startswith("op")]
+    assert len(convs) == 2  # both convolutions are the one tuned workload
+    for rop in convs:
+        whole = rop.kernels[0]
+        assert whole.source == "record"
+        assert whole.task_us == pytest.approx(min(float(x) for x in best.run_secs) * 1e6)
 
 
 def test_ios_pipeline_applies_the_database(model, tuned):

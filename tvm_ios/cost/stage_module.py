@@ -42,7 +42,7 @@ from ..schedule.schedule import Schedule, Stage
 from .signature import StageSigner
 
 __all__ = ["StageModule", "stage_module", "stage_description", "stage_tag", "ENGINE_ATTR",
-           "KERNELS_ATTR"]
+           "KERNELS_ATTR", "RPROGRAM_TAG"]
 
 #: Module attributes read by :func:`~tvm_ios.cost.measure.prepare_stage`.
 ENGINE_ATTR = "tvm_ios.stage_engine"
@@ -145,12 +145,17 @@ def stage_description(graph, groups: Sequence[Sequence[int]], merge: bool) -> di
                         for i in sorted(group)] for group in groups]}
 
 
+#: The tag of a concurrent stage run as an rProgram. ``-rp2``: planned by the policy that may
+#: cut an op into slices over the vEUs (stages logged as ``-rp`` were planned without).
+RPROGRAM_TAG = "-rp2"
+
+
 def stage_tag(groups: Sequence[Sequence[int]], merge: bool, engine: str = "rprogram",
               kernels=None) -> str:
-    """What, besides its bindings, tells how a stage runs: ``-rp`` for a concurrent stage run
-    as an rProgram, ``-k<digest>`` for tuned kernels (database name and record counts, so a
-    database tuned further gets its stages measured again)."""
-    tag = "-rp" if engine == "rprogram" and not merge and len(groups) > 1 else ""
+    """What, besides its bindings, tells how a stage runs: :data:`RPROGRAM_TAG` for a
+    concurrent stage run as an rProgram, ``-k<digest>`` for tuned kernels (database name and
+    record counts, so a database tuned further gets its stages measured again)."""
+    tag = RPROGRAM_TAG if engine == "rprogram" and not merge and len(groups) > 1 else ""
     if kernels is not None:
         tag += "-k" + kernels.fingerprint
     return tag

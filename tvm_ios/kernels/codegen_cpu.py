@@ -26,8 +26,10 @@ import tvm
 from .._tvm import s_tir, tirx
 from .bounded_wait import DEFAULT_WAIT_BOUND, wait_message
 from .rprogram import RProgram
+from .slicing import SLICES, slice_kernel, sliceable
 from .tir_util import i32 as _i32
 from .tir_util import seq as _seq
+from .tuned_build import strip_parallel
 from .tvm_kernels import inline_body, tensor_buffer
 
 __all__ = ["build_cpu_primfunc", "CPUBackendError"]
@@ -108,9 +110,12 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
     Parameters
     ----------
     program : RProgram
-        The plan; compute rTasks of CPU rKernels (one rTask per op).
+        The plan; compute rTasks of CPU rKernels: one rTask per op, or, for an op whose
+        rTasks come from the ``slices`` rKernel, rTask ``i`` of ``n`` is slice ``i`` of its
+        tuned parallel loop (:mod:`~tvm_ios.kernels.slicing`).
     steps_of : dict
-        Op name -> list of :class:`~tvm_ios.kernels.tvm_kernels.KernelStep`.
+        Op name -> list of :class:`~tvm_ios.kernels.tvm_kernels.KernelStep` (the parallel
+        kernels for a sliced op, serial ones otherwise).
     tensors : dict
         Tensor key (Relax Var or Constant) -> ``(name, shape, dtype)``.
     inputs, outputs : list
@@ -136,8 +141,9 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
     awaited = {(u, s) for tasks in program.prog for t in tasks for u, s in t.waits}
     veu = tirx.Var("veu", "int32")
     branches = []
+    entries = _Entries(steps_of, buffers, sliced_ops(program))
     for v, tasks in enumerate(program.prog):
-        body = _veu_body(v, tasks, steps_of, buffers, barriers, awaited)
+        body = _veu_body(v, tasks, entries, barriers, awaited)
         if body:
             branches.append(tirx.IfThenElse(veu == _i32(v), _seq(body), None))
     loop = tirx.For(veu, _i32(0), _i32(program.num_veus), tirx.ForKind.PARALLEL,
@@ -200,7 +206,40 @@ def _pool_guard(program: RProgram):
                            [tvm.ir.expr.StringImm(message)])
 
 
-def _veu_body(v, tasks, steps_of, buffers, barriers, awaited) -> list:
+def sliced_ops(program: RProgram) -> dict[str, int]:
+    """Op -> number of rTasks, for the ops the program runs as slices of a parallel loop."""
+    counts: dict[str, int] = {}
+    for tasks in program.prog:
+        for task in tasks:
+            if task.kind == "compute" and task.kernel == SLICES:
+                counts[task.op] = counts.get(task.op, 0) + 1
+    return counts
+
+
+class _Entries:
+    """The inlined kernel bodies of compute rTasks."""
+
+    def __init__(self, steps_of: dict, buffers: dict, slices: dict):
+        self.steps_of, self.buffers, self.slices = steps_of, buffers, slices
+
+    def _inline(self, func, step):
+        return inline_body(func, [_buffer(self.buffers, a)
+                                  for a in list(step.inputs) + [step.output]])
+
+    def __call__(self, task) -> list:
+        steps = self.steps_of[task.op]
+        count = self.slices.get(task.op)
+        if count is None:
+            return [self._inline(step.func, step) for step in steps]
+        if len(steps) == 1 and sliceable(steps[0].func, count):
+            return [self._inline(slice_kernel(steps[0].func, task.index, count), steps[0])]
+        if task.index:  # not sliceable: slice 0 runs the whole op, serially
+            return []
+        logger.info("op %s is not one parallel loop: it runs whole in its slice 0", task.op)
+        return [self._inline(strip_parallel(step.func), step) for step in steps]
+
+
+def _veu_body(v, tasks, entries: _Entries, barriers, awaited) -> list:
     """vEU ``v``'s entries, each skipped once a wait has failed anywhere."""
     polls = tirx.decl_buffer((1,), "int32", f"polls_{v}", scope="local")
     body = []
@@ -208,12 +247,10 @@ def _veu_body(v, tasks, steps_of, buffers, barriers, awaited) -> list:
         if task.kind == "barrier":
             entry = [barriers.wait(v, u, s, polls) for u, s in task.waits]
         else:
-            entry = [inline_body(step.func, [_buffer(buffers, a) for a in
-                                             list(step.inputs) + [step.output]])
-                     for step in steps_of[task.op]]
+            entry = entries(task)
         if (v, k + 1) in awaited:
             entry.append(barriers.signal(v, k + 1))
-        body.append(barriers.guard(_seq(entry)))
+        body.append(barriers.guard(_seq(entry or [tirx.Evaluate(_i32(0))])))
     waits = any(task.kind == "barrier" for task in tasks)
     return [tirx.AllocBuffer(polls)] + body if waits else body
 

@@ -7,7 +7,9 @@
   earliest, after a barrier on its predecessors' rTasks.
 * :func:`ios_policy` makes one rProgram per multi-group stage of an IOS schedule: each group
   gets a disjoint set of vEUs sized by its work; barriers appear only where data flows
-  (between ops of one group spread over several vEUs).
+  (between ops of one group spread over several vEUs). On a CPU it also tries a *balanced*
+  plan (:func:`balanced_plan`), where an op dominating the stage is cut into slices over all
+  vEUs, and keeps whichever the simulator finishes first.
 
 Both return plain :class:`~tvm_ios.kernels.rprogram.RProgram` data; the simulator checks them.
 """
@@ -20,12 +22,12 @@ from typing import Sequence
 
 from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule
-from .roperator import RKernel, ROperator
+from .roperator import SLICES, RKernel, ROperator
 from .rprogram import RProgram, RTask
 from .simulator import simulate
 from .vdevice import VDevice
 
-__all__ = ["wavefront_policy", "ios_policy", "resident_veus", "waves"]
+__all__ = ["wavefront_policy", "ios_policy", "balanced_plan", "resident_veus", "waves"]
 
 logger = logging.getLogger(__name__)
 
@@ -198,6 +200,40 @@ def _split_veus(num_veus: int, works: list[float]) -> list[list[int]]:
     return sets
 
 
+def _ranks(graph: OpGraph, ops: Sequence[str], rops) -> dict[str, float]:
+    """Each op's longest path (serial time) to the end of the stage, itself included."""
+    rank: dict[str, float] = {}
+    for op in sorted(ops, key=graph.index.get, reverse=True):
+        after = [rank[s] for s in graph.names_of(graph.succ[graph.index[op]]) if s in rank]
+        rank[op] = rops[op].fastest(1).task_us + max(after, default=0.0)
+    return rank
+
+
+def _finish(builder: _Builder, op: str) -> float:
+    return max(builder.finish[pos] for pos in builder.where[op])
+
+
+def balanced_plan(graph: OpGraph, ops: Sequence[str], rops: dict[str, ROperator],
+                  num_veus: int, name: str) -> _Builder:
+    """The stage's ops placed over all vEUs, longest path first (HEFT): each op goes whole to
+    the vEU where it finishes first, or, where its rOperator has a :data:`SLICES` rKernel and
+    that finishes earlier, as one slice per vEU. Ties keep the op whole."""
+    rank = _ranks(graph, ops, rops)
+    builder = _Builder(num_veus, name)
+    for op in sorted(ops, key=lambda o: (-rank[o], graph.index[o])):
+        preds = [p for p in graph.names_of(graph.pred[graph.index[op]]) if p in rank]
+        options = [(rops[op].fastest(1), [v]) for v in range(num_veus)]
+        options += [(k, list(range(num_veus))) for k in rops[op].kernels if k.name == SLICES]
+        best = None
+        for kernel, veus in options:
+            trial = copy.deepcopy(builder)
+            trial.place(op, kernel, veus, preds)
+            if best is None or _finish(trial, op) < _finish(best, op):
+                best = trial
+        builder = best
+    return builder
+
+
 def ios_policy(graph: OpGraph, schedule: Schedule, rops: dict[str, ROperator],
                vdevice: VDevice, num_veus: int | None = None,
                name: str = "ios") -> list[tuple[int, RProgram]]:
@@ -213,15 +249,25 @@ def ios_policy(graph: OpGraph, schedule: Schedule, rops: dict[str, ROperator],
                        min(veus, sum(max(k.num_tasks for k in r.kernels) for r in stage_rops)))
         works = [sum(rops[op].most_efficient().work_us for op in g) for g in stage.groups]
         sets = _split_veus(veus, works)
-        builder = _Builder(veus, f"{name}_stage{si}")
-        in_stage = set(stage.ops)
-        for group, veu_set in zip(stage.groups, sets):
-            for op in group:
-                preds = [p for p in graph.names_of(graph.pred[graph.index[op]])
-                         if p in in_stage]
-                builder.place(op, rops[op].fastest(len(veu_set)), veu_set, preds)
+        builder = _disjoint_plan(graph, stage, rops, sets, veus, f"{name}_stage{si}")
+        placement = "groups"
+        if vdevice.kind == "cpu" and veus > 1:
+            balanced = balanced_plan(graph, stage.ops, rops, veus, f"{name}_stage{si}")
+            if _time(balanced, 0.0) < _time(builder, 0.0):
+                builder, placement = balanced, "balanced"
         program = builder.program
-        program.meta.update(policy="ios", stage=si, vdevice=vdevice.name,
+        program.meta.update(policy="ios", stage=si, vdevice=vdevice.name, placement=placement,
                             groups=[list(g) for g in stage.groups], veu_sets=sets)
         out.append((si, program))
     return out
+
+
+def _disjoint_plan(graph, stage, rops, sets, veus: int, name: str) -> _Builder:
+    """Each group on its own vEU set, its ops in order."""
+    builder = _Builder(veus, name)
+    in_stage = set(stage.ops)
+    for group, veu_set in zip(stage.groups, sets):
+        for op in group:
+            preds = [p for p in graph.names_of(graph.pred[graph.index[op]]) if p in in_stage]
+            builder.place(op, rops[op].fastest(len(veu_set)), veu_set, preds)
+    return builder

@@ -16,11 +16,16 @@ from dataclasses import dataclass, field
 from ..cost.devices import DeviceSpec, get_device
 from ..graph.opgraph import OpGraph, OpNode
 
-__all__ = ["RKernel", "ROperator", "estimate_roperators", "TILES"]
+__all__ = ["RKernel", "ROperator", "estimate_roperators", "TILES", "SLICES",
+           "SLICE_EFFICIENCY"]
 
 #: Output elements per rTask of the estimated tilings (small = fast, large = efficient).
 TILES = (512, 2048, 8192)
 TASK_OVERHEAD_US = 0.3
+#: The rKernel of a CPU op cut into slices of its tuned parallel loop, one per vEU
+#: (:mod:`~tvm_ios.kernels.slicing`), and the fraction of the op's serial speed a slice keeps.
+SLICES = "slices"
+SLICE_EFFICIENCY = 0.9
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,8 @@ class RKernel:
     registers : int
         Registers per thread.
     source : str
-        ``"estimate"`` (analytical) or ``"tvm"`` (from TVM's scheduled kernel).
+        ``"estimate"`` (analytical), ``"tvm"`` (from TVM's scheduled kernel) or
+        ``"record"`` (``task_us`` measured by TVM's runner, from a kernel database).
     """
 
     name: str
@@ -91,11 +97,12 @@ def _estimate(node: OpNode, dev: DeviceSpec, tile: int, threads: int) -> RKernel
 
 
 def estimate_roperators(graph: OpGraph, device: str | DeviceSpec = "h100",
-                        tiles: tuple = TILES) -> dict[str, ROperator]:
+                        tiles: tuple = TILES, slices: int = 1) -> dict[str, ROperator]:
     """Analytical rOperators of every op of ``graph`` (one rKernel per tiling).
 
-    On the ``cpu`` device an op is one rTask (a vEU is a whole core and the op's TVM
-    kernel is not cut further), priced as a roofline on one core.
+    On the ``cpu`` device an op is one rTask (a vEU is a whole core), priced as a roofline
+    on one core, and, with ``slices`` > 1, also ``slices`` rTasks (:data:`SLICES`: slices of
+    its tuned parallel loop, each a ``1 / slices`` share at :data:`SLICE_EFFICIENCY`).
     """
     dev = get_device(device)
     ops = {}
@@ -104,6 +111,8 @@ def estimate_roperators(graph: OpGraph, device: str | DeviceSpec = "h100",
             per_core = dev.peak_gflops * 1e3 / dev.units
             task = max(node.flops / per_core, node.bytes / (dev.bandwidth_gbs * 1e3)) + 1.0
             kernels = [RKernel("whole", 1, 1, task)]
+            if slices > 1:
+                kernels.append(RKernel(SLICES, slices, 1, task / slices / SLICE_EFFICIENCY))
         else:
             kernels = [_estimate(node, dev, tile, min(256, max(32, tile // 8)))
                        for tile in tiles]

@@ -22,7 +22,8 @@ from tvm import relax
 from .. import _tvm
 from .._tvm import tvm_ffi
 
-__all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "strip_parallel",
+__all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "parallel_kernels",
+           "strip_parallel", "kernel_times",
            "tuned_functions", "kernels_pass", "TUNED_ATTR"]
 
 logger = logging.getLogger(__name__)
@@ -119,6 +120,34 @@ def serial_kernels(kernels):
                              if isinstance(f, _tvm.tirx.PrimFunc) else f
                              for gv, f in funcs.items()}, attrs=mod.attrs)
     return transform
+
+
+def parallel_kernels(kernels):
+    """A transform of an op's lowered module: the database's parallel kernels, as tuned (what
+    :mod:`~tvm_ios.kernels.slicing` cuts across vEUs); the rest as TVM lowered them."""
+
+    def transform(mod):
+        if kernels is None or not kernels.has("parallel"):
+            return mod
+        funcs = _apply(mod, kernels, "parallel").functions.items()
+        return tvm.IRModule({gv: _fresh(f) if isinstance(f, _tvm.tirx.PrimFunc) else f
+                             for gv, f in funcs}, attrs=mod.attrs)
+    return transform
+
+
+def kernel_times(mod, kernels, variant: str) -> float | None:
+    """What TVM's runner measured (best of the database's record, us) for all the PrimFuncs
+    of a lowered, untuned ``mod`` in one variant, summed; None when one has no record."""
+    db, target = kernels.database(variant), kernels.target_for(variant)
+    total = 0.0
+    for gv, func in mod.functions.items():
+        if not isinstance(func, _tvm.tirx.PrimFunc):
+            continue
+        record = db.query_tuning_record(_tvm.ms_workload(func), target, gv.name_hint)
+        if record is None or not record.run_secs:
+            return None
+        total += min(float(x) for x in record.run_secs) * 1e6
+    return total
 
 
 def kernels_pass(kernels):

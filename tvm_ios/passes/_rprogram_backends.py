@@ -26,6 +26,7 @@ the variables it defines (``build``), the checks to run after the function's dat
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -34,9 +35,10 @@ from tvm import relax
 from .. import _tvm
 from ..cost.analytical import AnalyticalCostModel
 from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND
-from ..kernels.codegen_cpu import CPUBackendError, build_cpu_primfunc
-from ..kernels.roperator import estimate_roperators
-from ..kernels.tuned_build import serial_kernels
+from ..kernels.codegen_cpu import CPUBackendError, build_cpu_primfunc, sliced_ops
+from ..kernels.roperator import SLICE_EFFICIENCY, SLICES, estimate_roperators
+from ..kernels.slicing import sliceable
+from ..kernels.tuned_build import kernel_times, parallel_kernels, serial_kernels
 from ..kernels.tvm_kernels import UnsupportedKernel, lower_bindings
 from ..kernels.vdevice import ResidencyError, cpu_vdevice, target_vdevice
 
@@ -75,18 +77,63 @@ class CPUBackend:
         self.vdevice = cpu_vdevice(num_veus)
         self.device, self.kind, self.wait_bound = "cpu", "llvm", wait_bound
         self.transform = serial_kernels(kernels) if kernels is not None else None
+        self.kernels = kernels
+        self.sliced = parallel_kernels(kernels) if kernels is not None else None
+        self.parallel: dict = {}  # op -> its lowered parallel kernels (this module)
 
     def rops(self, graph, members, bindings) -> dict:
-        """Analytical CPU rOperators of every node."""
-        return estimate_roperators(graph, "cpu")
+        """CPU rOperators of every node: analytical, or, with a kernel database, priced by
+        what TVM's runner measured for the op's serial tuned kernels (:func:`~tvm_ios.
+        kernels.tuned_build.kernel_times`); where the op's parallel kernel is one parallel
+        loop (:func:`~tvm_ios.kernels.slicing.sliceable`) it may also be cut into one slice
+        per vEU, each priced as its share of the serial time at ``SLICE_EFFICIENCY`` (the
+        parallel records were timed while tuning compiled on the other core, and show
+        little of the speed-up the kernels have alone). Starts a module: lowerings of an
+        earlier one are forgotten."""
+        self.parallel = {}
+        slices = self.vdevice.sms if self.kernels is not None and self.kernels.has("parallel") \
+            else 1
+        rops = estimate_roperators(graph, "cpu", slices=slices)
+        if self.kernels is None:
+            return rops
+        for op, rop in rops.items():
+            rop.kernels = self._kernels(op, [bindings[i] for i in members[op]], rop.kernels)
+        return rops
+
+    def _kernels(self, op: str, units: list, estimated: list) -> list:
+        """The op's rKernels priced by the database's records where it has them."""
+        lowered: dict = {}
+
+        def keep(mod):  # the untuned kernels, for their records; the parallel ones inlined
+            lowered["untuned"] = mod
+            return self.sliced(mod) if self.sliced is not None else mod
+        try:
+            steps = lower_bindings(units, units[-1].var, keep)
+        except UnsupportedKernel:
+            return estimated[:1]
+        serial = kernel_times(lowered["untuned"], self.kernels, "serial") \
+            if self.kernels.has("serial") else None
+        whole = estimated[0] if serial is None else \
+            dataclasses.replace(estimated[0], task_us=serial, source="record")
+        cut = [k for k in estimated if k.name == SLICES]
+        if not cut or len(steps) != 1 or not sliceable(steps[0].func, cut[0].num_tasks):
+            return [whole]
+        self.parallel[op] = steps
+        share = whole.task_us / cut[0].num_tasks / SLICE_EFFICIENCY
+        return [whole, dataclasses.replace(cut[0], task_us=share, source=whole.source)]
 
     def build(self, ops, program, units, builder):
         """``call_tir`` of the program's PrimFunc (added to ``builder``), its outputs, and
         no check (the PrimFunc raises a failed wait itself)."""
         steps_of, outs = {}, []
         local = program.meta.get("local_ops", {})  # outputs kept on their vEU (instances)
-        for op in ops:
-            steps_of[op] = lower_bindings(units[op], units[op][-1].var, self.transform)
+        sliced = sliced_ops(program)
+        for op in ops:  # a sliced op inlines slices of its tuned parallel kernel
+            if op in sliced and op in self.parallel:
+                steps_of[op] = self.parallel[op]
+            else:
+                transform = self.sliced if op in sliced else self.transform
+                steps_of[op] = lower_bindings(units[op], units[op][-1].var, transform)
             if op not in local:
                 outs.append(units[op][-1].var)
         tensors, inputs = {}, []
