@@ -267,3 +267,17 @@ def ms_workload(func) -> IRModule:
     from tvm.s_tir.meta_schedule.tune_context import _normalize_mod  # noqa: PLC0415
 
     return _normalize_mod(func)
+
+
+def worker_threads(num_threads: int) -> int:
+    """The pool size of worker processes started from now on (builders, runners): TVM sizes
+    a new process's pool from ``TVM_NUM_THREADS`` or, unset, half the cores on x86 (it
+    assumes hyper-threads: one thread on a 2-core VM). Sets it to ``num_threads`` unless the
+    user chose; returns the size the workers get."""
+    import os  # noqa: PLC0415
+
+    chosen = os.environ.setdefault("TVM_NUM_THREADS", str(int(num_threads)))
+    if int(chosen) != int(num_threads):
+        logger.warning("TVM_NUM_THREADS=%s: workers run %s threads, not %d", chosen, chosen,
+                       num_threads)
+    return int(chosen)

@@ -9,7 +9,7 @@ from tvm_ios.bench.artifact import _cuda_sources
 from tvm_ios.kernels.gpu_build import kernel_signatures, persistent_kernel
 from tvm_ios.cost.measure import build_stage, prepare_stage
 from tvm_ios.cost.measured import MeasuredCostModel
-from tvm_ios.cost.stage_module import ENGINE_ATTR, RPROGRAM_TAG, stage_module
+from tvm_ios.cost.stage_module import BALANCED_TAG, ENGINE_ATTR, RPROGRAM_TAG, stage_module
 from tvm_ios.graph.extract import extract
 from tvm_ios.runtime.compare import random_inputs, run
 
@@ -47,6 +47,18 @@ def test_rprogram_stage_computes_what_its_groups_compute(ext):
     a = run(build_stage(concurrent.mod, "llvm"), x)
     b = run(build_stage(sequential.mod, "llvm"), x)
     for u, v in zip(a, b):
+        np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-5)
+
+
+def test_balanced_engine_is_logged_apart_and_computes_the_same(ext):
+    groups = [[0], [1], [2, 3]]
+    balanced, default = stage_module(ext, groups, engine="balanced"), stage_module(ext, groups)
+    assert balanced.signature.endswith(BALANCED_TAG) and balanced.key.endswith(BALANCED_TAG)
+    assert balanced.mod.attrs[ENGINE_ATTR] == "balanced" != default.mod.attrs[ENGINE_ATTR]
+    assert len(_rprograms(prepare_stage(balanced.mod, "llvm"))) == 1
+    x = random_inputs(balanced.mod)
+    for u, v in zip(run(build_stage(balanced.mod, "llvm"), x),
+                    run(build_stage(default.mod, "llvm"), x)):
         np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-5)
 
 

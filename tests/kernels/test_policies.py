@@ -111,7 +111,8 @@ def test_ios_policy_cuts_the_op_that_dominates_a_cpu_stage_into_slices():
     graph = OpGraph.from_edges(3, [(0, 1)], names=["a", "b", "c"])  # a -> b, and c
     schedule = Schedule([Stage([["a", "b"], ["c"]])])
     rops = _cpu_rops(graph, {"a": 100.0, "b": 100.0, "c": 20.0})
-    ((_, program),) = ios_policy(graph, schedule, rops, cpu_vdevice(2), num_veus=2)
+    ((_, program),) = ios_policy(graph, schedule, rops, cpu_vdevice(2), num_veus=2,
+                                 balance=True)
     # groups on their own vEUs take 200 us; every op cut in two: 3 x (share / 0.9) = 122 us
     assert program.meta["placement"] == "balanced"
     assert str(program).splitlines()[1:] == ["  vEU   0: a[0] wait(1>=1) b[0] c[0]",
@@ -124,17 +125,28 @@ def test_ios_policy_keeps_groups_whole_when_they_balance():
     graph = OpGraph.from_edges(2, [], names=["a", "b"])
     schedule = Schedule([Stage([["a"], ["b"]])])
     rops = _cpu_rops(graph, {"a": 100.0, "b": 100.0})
-    ((_, program),) = ios_policy(graph, schedule, rops, cpu_vdevice(2), num_veus=2)
+    ((_, program),) = ios_policy(graph, schedule, rops, cpu_vdevice(2), num_veus=2,
+                                 balance=True)
     assert program.meta["placement"] == "groups"
     assert {t.kernel for ts in program.prog for t in ts} == {"whole"}
     unsliced = _cpu_rops(graph, {"a": 300.0, "b": 20.0}, sliced=False)
-    ((_, program),) = ios_policy(graph, schedule, unsliced, cpu_vdevice(2), num_veus=2)
+    ((_, program),) = ios_policy(graph, schedule, unsliced, cpu_vdevice(2), num_veus=2,
+                                 balance=True)
     assert {t.kernel for ts in program.prog for t in ts} == {"whole"}  # nothing to cut
+
+
+def test_ios_policy_balances_only_on_request():
+    graph = OpGraph.from_edges(3, [(0, 1)], names=["a", "b", "c"])
+    schedule = Schedule([Stage([["a", "b"], ["c"]])])
+    rops = _cpu_rops(graph, {"a": 100.0, "b": 100.0, "c": 20.0})
+    ((_, program),) = ios_policy(graph, schedule, rops, cpu_vdevice(2), num_veus=2)
+    assert program.meta["placement"] == "groups"
 
 
 def test_ios_policy_on_a_gpu_places_groups_on_their_own_veus():
     graph = OpGraph.from_edges(3, [(0, 1)], names=["a", "b", "c"])
     schedule = Schedule([Stage([["a", "b"], ["c"]])])
     rops = _cpu_rops(graph, {"a": 100.0, "b": 100.0, "c": 20.0})
-    ((_, program),) = ios_policy(graph, schedule, rops, VDEVICES["h100"], num_veus=2)
+    ((_, program),) = ios_policy(graph, schedule, rops, VDEVICES["h100"], num_veus=2,
+                                 balance=True)
     assert program.meta["placement"] == "groups"

@@ -3,6 +3,8 @@
 The tuned database must change the kernels that run (sequential build and vEU kernels
 inlined into an rProgram), leave the outputs equal, and resume rather than start over.
 """
+import os
+
 import numpy as np
 import pytest
 import tvm
@@ -11,6 +13,7 @@ from tvm_ios.graph.extract import extract
 from tvm_ios.kernels.kernel_db import KernelDB, host_target
 from tvm_ios.kernels.regions import augment
 from tvm_ios.kernels.tuned_build import TUNED_ATTR, apply_kernels, tuned_functions
+from tvm_ios.kernels import tuning
 from tvm_ios.kernels.tuning import kernel_tasks, tune_kernels, untuned_tasks
 from tvm_ios.passes._rprogram_backends import CPUBackend
 from tvm_ios.passes.rprogram_pass import RProgramPass
@@ -117,7 +120,7 @@ def test_the_cpu_backend_prices_ops_by_the_records_of_their_serial_kernels(model
     ext = extract(model["main"])
     graph, members = augment(ext)
     bindings = list(ext.func.body.blocks[ext.block_index].bindings)
-    rops = CPUBackend(kernels=kernels).rops(graph, members, bindings)
+    rops = CPUBackend(kernels=kernels, balance=True).rops(graph, members, bindings)
     records = [r for r in kernels.database("serial").get_all_tuning_records() if r.run_secs]
     best = min(records, key=lambda r: np.mean([float(x) for x in r.run_secs]))
     convs = [r for name, r in rops.items() if name.startswith("op")]
@@ -142,3 +145,13 @@ def test_ios_pipeline_applies_the_database(model, tuned):
         assert with_db.report["tuned_kernels"]["tuned"] >= 1
         assert "tuned_kernels" not in untuned.report and "ApplyKernels" in with_db.report["passes"]
         np.testing.assert_allclose(out, reference, rtol=1e-4, atol=1e-4)
+
+
+def test_the_local_runner_times_kernels_on_the_cores_they_are_tuned_for(tuned, monkeypatch):
+    kernels, _ = tuned
+    monkeypatch.setenv("TVM_NUM_THREADS", "0")
+    monkeypatch.delenv("TVM_NUM_THREADS")  # restored after the test, as it was
+    cores = int(kernels.target.attrs["num-cores"])
+    tuning._runner(None, {}, tuning._cores(kernels))
+    assert os.environ["TVM_NUM_THREADS"] == str(cores)  # TVM's default here would be 1
+

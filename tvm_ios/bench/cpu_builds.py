@@ -87,21 +87,22 @@ def stage_log(kernels) -> Path | None:
 
 
 def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = None,
-                   measurer=None, **ios_options):
+                   measurer=None, balance: bool = False, **ios_options):
     """Concurrent stages as rPrograms of ``num_veus`` vEUs, tuned kernels; with ``measurer``
     each concurrent stage is kept only if measured faster than its groups in turn (both
     measured into the database's stage log)."""
     info = info if info is not None else {}
-    cost = cost or stage_cost_model(mod, kernels, engine="rprogram")
+    engine = "balanced" if balance else "rprogram"
+    cost = cost or stage_cost_model(mod, kernels, engine=engine)
     info["fallback"] = []
     judges = None
     if measurer is not None and num_veus > 1:
         judges = stage_judges(mod, stage_log(kernels), measurer, kernels,
-                              str(kernels.target) if kernels is not None else None)
+                              str(kernels.target) if kernels is not None else None, engine)
     recorded = rprogram_schedule(mod, cost, decisions=info["fallback"], judges=judges,
                                  **ios_options)
     rewrite = RProgramPass("ios", num_veus=num_veus if num_veus > 1 else None, cost_model=cost,
-                           kernels=kernels)
+                           kernels=kernels, balance=balance)
     rewritten = rewrite(recorded) if num_veus > 1 else recorded
     info["rprograms"] = len(rewrite.programs) if num_veus > 1 else 0
     info["veus"] = num_veus

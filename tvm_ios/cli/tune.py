@@ -29,9 +29,11 @@ def add_log_options(parser) -> None:
     parser.add_argument("--device-key", default=None,
                         help="device key in the log (default rpc:<key> or local:<host>)")
     parser.add_argument("--xgb-model", metavar="FILE", help="a saved XGBoost cost model")
-    parser.add_argument("--engine", choices=("rprogram", "sequential"), default="rprogram",
+    parser.add_argument("--engine", choices=("rprogram", "balanced", "sequential"),
+                        default="rprogram",
                         help="how a concurrent stage of several groups runs, and so is measured:"
-                             " as one rProgram (default) or its groups back to back")
+                             " as one rProgram (default), as one rProgram whose ops may be cut"
+                             " into slices over the vEUs (balanced), or its groups back to back")
     add_kernels_option(parser)
 
 

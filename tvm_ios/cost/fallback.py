@@ -35,11 +35,13 @@ COLD_FLUSH_BYTES = 64 << 20
 logger = logging.getLogger(__name__)
 
 
-def stage_judges(mod, log, measurer=None, kernels=None, target: str | None = None):
+def stage_judges(mod, log, measurer=None, kernels=None, target: str | None = None,
+                 engine: str = "rprogram"):
     """The two measured cost models of a measured fallback decision, sharing ``log``.
 
     Returns ``(concurrent, sequential)``: :class:`~tvm_ios.cost.measured.MeasuredCostModel`
-    of ``mod`` pricing a stage as the rProgram it runs as, and as its groups back to back.
+    of ``mod`` pricing a stage as the rProgram it runs as (``engine``: ``rprogram`` or
+    ``balanced``), and as its groups back to back.
     With ``measurer`` (:func:`judge_measurer`) the stages the log lacks are measured and
     appended to it; without one only this machine's logged cold-cache figures count (a stage
     the log lacks is decided by the cost model).
@@ -49,8 +51,8 @@ def stage_judges(mod, log, measurer=None, kernels=None, target: str | None = Non
     # without a measurer, read what a judge measurer (cold caches) logged on this machine
     key = None if measurer is not None else judge_measurer(target or "llvm").device_key
     return tuple(MeasuredCostModel(mod, measurer, log, target=target, device_key=key,
-                                   engine=engine, kernels=kernels)
-                 for engine in ("rprogram", "sequential"))
+                                   engine=side, kernels=kernels)
+                 for side in (engine, "sequential"))
 
 
 def cold_settings(**overrides):

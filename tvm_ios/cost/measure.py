@@ -122,10 +122,12 @@ def prepare_stage(mod, target):
     llvm = target.kind.name == "llvm"
     kernels = _kernels(str(attrs[KERNELS_ATTR]), target) \
         if KERNELS_ATTR in attrs and llvm else None
-    if str(attrs.get(ENGINE_ATTR, "")) == "rprogram":
+    engine = str(attrs.get(ENGINE_ATTR, ""))
+    if engine in ("rprogram", "balanced"):
         from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
 
-        mod = RProgramPass("ios", target=target, kernels=kernels)(mod)
+        mod = RProgramPass("ios", target=target, kernels=kernels,
+                           balance=engine == "balanced")(mod)
     if kernels is not None:
         from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
 
@@ -257,7 +259,7 @@ class Measurer:
         if self.device_type == "cpu":  # builder and runner workers size TVM's pool from it:
             # TVM's default on x86 is half the cores (it assumes hyper-threads), which would
             # give a concurrent stage's rProgram one vEU here
-            os.environ.setdefault("TVM_NUM_THREADS", str(len(_tvm.usable_cores())))
+            _tvm.worker_threads(len(_tvm.usable_cores()))
         config = ms.runner.EvaluatorConfig(number=s.number, repeat=s.repeat,
                                            min_repeat_ms=s.min_repeat_ms)
         if self.rpc:

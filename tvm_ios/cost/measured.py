@@ -58,9 +58,10 @@ class MeasuredCostModel:
         device key a :class:`Measurer` would use).
     progress : callable, optional
         ``progress(counts)`` after each measurement, ``counts`` = measured/cached/predicted.
-    engine : {"rprogram", "sequential"}
+    engine : {"rprogram", "balanced", "sequential"}
         How a concurrent stage of several groups is measured: as the rProgram it will run
-        (default), or its groups back to back.
+        (default; ``balanced``: as ``RProgramPass(balance=True)`` builds it), or its groups
+        back to back.
     kernels : KernelDB, optional
         Tuned kernels every stage is built with (they are part of its identity in the log).
     """

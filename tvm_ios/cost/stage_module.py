@@ -42,7 +42,7 @@ from ..schedule.schedule import Schedule, Stage
 from .signature import StageSigner
 
 __all__ = ["StageModule", "stage_module", "stage_description", "stage_tag", "ENGINE_ATTR",
-           "KERNELS_ATTR", "RPROGRAM_TAG"]
+           "KERNELS_ATTR", "RPROGRAM_TAG", "BALANCED_TAG", "CONCURRENT_TAGS"]
 
 #: Module attributes read by :func:`~tvm_ios.cost.measure.prepare_stage`.
 ENGINE_ATTR = "tvm_ios.stage_engine"
@@ -145,23 +145,25 @@ def stage_description(graph, groups: Sequence[Sequence[int]], merge: bool) -> di
                         for i in sorted(group)] for group in groups]}
 
 
-#: The tag of a concurrent stage run as an rProgram. ``-rp2``: planned by the policy that may
-#: cut an op into slices over the vEUs (stages logged as ``-rp`` were planned without).
-RPROGRAM_TAG = "-rp2"
+#: The tag of a concurrent stage run as an rProgram, by engine: ``rprogram`` (groups on their
+#: own vEUs) and ``balanced`` (``RProgramPass(balance=True)``: ops may be cut into slices).
+RPROGRAM_TAG = "-rp"
+BALANCED_TAG = "-rp2"
+CONCURRENT_TAGS = {"rprogram": RPROGRAM_TAG, "balanced": BALANCED_TAG}
 
 
 def stage_tag(groups: Sequence[Sequence[int]], merge: bool, engine: str = "rprogram",
               kernels=None) -> str:
-    """What, besides its bindings, tells how a stage runs: :data:`RPROGRAM_TAG` for a
+    """What, besides its bindings, tells how a stage runs: :data:`CONCURRENT_TAGS` for a
     concurrent stage run as an rProgram, ``-k<digest>`` for tuned kernels (database name and
     record counts, so a database tuned further gets its stages measured again)."""
-    tag = RPROGRAM_TAG if engine == "rprogram" and not merge and len(groups) > 1 else ""
+    tag = CONCURRENT_TAGS.get(engine, "") if not merge and len(groups) > 1 else ""
     if kernels is not None:
         tag += "-k" + kernels.fingerprint
     return tag
 
 
-def _concurrent(mod, ext: Extraction, signer: StageSigner, groups, order):
+def _concurrent(mod, ext: Extraction, signer: StageSigner, groups, order, engine: str):
     """``mod`` with the stage recorded as one concurrent stage of its own op names."""
     from ..passes.apply_schedule import record_schedule  # noqa: PLC0415  (passes import cost)
 
@@ -177,7 +179,7 @@ def _concurrent(mod, ext: Extraction, signer: StageSigner, groups, order):
         return mod
     name = {unit: inner.graph.nodes[k].name for k, unit in enumerate(emitted)}
     stage = Stage([[name[i] for i in sorted(g)] for g in groups], "concurrent")
-    return record_schedule(mod, "main", Schedule([stage])).with_attr(ENGINE_ATTR, "rprogram")
+    return record_schedule(mod, "main", Schedule([stage])).with_attr(ENGINE_ATTR, engine)
 
 
 def stage_module(ext: Extraction, groups: Sequence[Sequence[int]], merge: bool = False,
@@ -196,7 +198,7 @@ def stage_module(ext: Extraction, groups: Sequence[Sequence[int]], merge: bool =
     signer : StageSigner, optional
         The model's signer (caches per-binding facts across stages); its signature of the
         stage is stored on the result.
-    engine : {"rprogram", "sequential"}
+    engine : {"rprogram", "balanced", "sequential"}
         How a concurrent stage of several groups runs (module docstring).
     kernels : KernelDB, optional
         Tuned kernels the stage's build applies.
@@ -213,7 +215,7 @@ def stage_module(ext: Extraction, groups: Sequence[Sequence[int]], merge: bool =
         mod = _merged(mod)
     tag = stage_tag(groups, merge, engine, kernels)
     if "-rp" in tag:
-        mod = _concurrent(mod, ext, signer, groups, order)
+        mod = _concurrent(mod, ext, signer, groups, order, engine)
     if kernels is not None:
         mod = mod.with_attr(KERNELS_ATTR, str(kernels.path))
     key = workload_key(mod, inputs) + tag

@@ -7,9 +7,9 @@
   earliest, after a barrier on its predecessors' rTasks.
 * :func:`ios_policy` makes one rProgram per multi-group stage of an IOS schedule: each group
   gets a disjoint set of vEUs sized by its work; barriers appear only where data flows
-  (between ops of one group spread over several vEUs). On a CPU it also tries a *balanced*
-  plan (:func:`balanced_plan`), where an op dominating the stage is cut into slices over all
-  vEUs, and keeps whichever the simulator finishes first.
+  (between ops of one group spread over several vEUs). With ``balance`` (CPU only) it also
+  tries a *balanced* plan (:func:`balanced_plan`), where an op dominating the stage is cut
+  into slices over all vEUs, and keeps whichever the simulator finishes first.
 
 Both return plain :class:`~tvm_ios.kernels.rprogram.RProgram` data; the simulator checks them.
 """
@@ -235,9 +235,10 @@ def balanced_plan(graph: OpGraph, ops: Sequence[str], rops: dict[str, ROperator]
 
 
 def ios_policy(graph: OpGraph, schedule: Schedule, rops: dict[str, ROperator],
-               vdevice: VDevice, num_veus: int | None = None,
-               name: str = "ios") -> list[tuple[int, RProgram]]:
-    """One rProgram per concurrent stage with two or more groups: ``(stage index, program)``."""
+               vdevice: VDevice, num_veus: int | None = None, name: str = "ios",
+               balance: bool = False) -> list[tuple[int, RProgram]]:
+    """One rProgram per concurrent stage with two or more groups: ``(stage index, program)``;
+    with ``balance``, on a CPU, the balanced plan where it simulates faster."""
     out = []
     for si, stage in enumerate(schedule.stages):
         if stage.strategy != "concurrent" or len(stage.groups) < 2:
@@ -251,7 +252,7 @@ def ios_policy(graph: OpGraph, schedule: Schedule, rops: dict[str, ROperator],
         sets = _split_veus(veus, works)
         builder = _disjoint_plan(graph, stage, rops, sets, veus, f"{name}_stage{si}")
         placement = "groups"
-        if vdevice.kind == "cpu" and veus > 1:
+        if balance and vdevice.kind == "cpu" and veus > 1:
             balanced = balanced_plan(graph, stage.ops, rops, veus, f"{name}_stage{si}")
             if _time(balanced, 0.0) < _time(builder, 0.0):
                 builder, placement = balanced, "balanced"

@@ -147,7 +147,8 @@ def stage_regions(graph: OpGraph, schedule: Schedule) -> Schedule:
 
 def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, policy: str,
                  schedule: Schedule | None = None, name: str = "main",
-                 max_ops: int | None = MAX_PROGRAM_OPS) -> tuple[Schedule, list]:
+                 max_ops: int | None = MAX_PROGRAM_OPS,
+                 balance: bool = False) -> tuple[Schedule, list]:
     """Plan rPrograms and the emission items of a function.
 
     Parameters
@@ -163,6 +164,8 @@ def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, polic
         With ``"ios"``, ``schedule`` (a schedule of ``unit_graph``) gives the stages.
     max_ops : int, optional
         Most ops of one wavefront rProgram (None: no bound, Rammer's whole-graph programs).
+    balance : bool
+        Let the ios policy cut ops into slices over all vEUs (CPU; :func:`balanced_plan`).
 
     Returns
     -------
@@ -181,7 +184,7 @@ def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, polic
                 logger.warning("stage with %s keeps its ops' own kernels",
                                sorted(fixed & set(stage.ops))[:3])
         programs = dict(ios_policy(graph, runnable, rops, vdevice, num_veus=None,
-                                   name=f"{name}_ios"))
+                                   name=f"{name}_ios", balance=balance))
         items = []
         for si, stage in enumerate(runnable.stages):
             if si in programs:

@@ -48,13 +48,13 @@ logger = logging.getLogger(__name__)
 
 
 def make_backend(target, num_veus: int | None, wait_bound: int = DEFAULT_WAIT_BOUND,
-                 kernels=None):
+                 kernels=None, balance: bool = False):
     """The backend of ``target`` (``llvm``, a CUDA or an OpenCL target); ``kernels``: a kernel
     database whose tuned kernels the CPU vDevice inlines (:mod:`tvm_ios.kernels.tuned_build`)."""
     target = _tvm.make_target(target)
     kind = target.kind.name
     if kind == "llvm":
-        return CPUBackend(num_veus, wait_bound, kernels)
+        return CPUBackend(num_veus, wait_bound, kernels, balance)
     if kind in ("cuda", "opencl"):
         return GPUBackend(target, num_veus, wait_bound)
     raise ValueError(f"RProgramPass: no rProgram backend for target kind {kind!r} "
@@ -71,9 +71,10 @@ class CPUBackend:
     errors = (UnsupportedKernel, CPUBackendError)
 
     def __init__(self, num_veus: int | None = None, wait_bound: int = DEFAULT_WAIT_BOUND,
-                 kernels=None):
+                 kernels=None, balance: bool = False):
         if num_veus is not None:
             cpu_vdevice().check(num_veus, what="RProgramPass")  # one vEU per pool worker
+        self.balance = balance
         self.vdevice = cpu_vdevice(num_veus)
         self.device, self.kind, self.wait_bound = "cpu", "llvm", wait_bound
         self.transform = serial_kernels(kernels) if kernels is not None else None
@@ -87,12 +88,13 @@ class CPUBackend:
         kernels.tuned_build.kernel_times`); where the op's parallel kernel is one parallel
         loop (:func:`~tvm_ios.kernels.slicing.sliceable`) it may also be cut into one slice
         per vEU, each priced as its share of the serial time at ``SLICE_EFFICIENCY`` (the
-        parallel records were timed while tuning compiled on the other core, and show
-        little of the speed-up the kernels have alone). Starts a module: lowerings of an
-        earlier one are forgotten."""
+        committed databases' parallel records were timed on one thread). Starts a module: lowerings of an
+        earlier one are forgotten. Without ``balance``: analytical, one rTask per op."""
         self.parallel = {}
         slices = self.vdevice.sms if self.kernels is not None and self.kernels.has("parallel") \
             else 1
+        if not self.balance:
+            return estimate_roperators(graph, "cpu")
         rops = estimate_roperators(graph, "cpu", slices=slices)
         if self.kernels is None:
             return rops

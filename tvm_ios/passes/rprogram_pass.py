@@ -79,12 +79,13 @@ class RProgramPass:
 
     def __init__(self, policy: str = "ios", num_veus: int | None = None, cost_model=None,
                  func_name: str = "main", target=None, max_ops: int | None = MAX_PROGRAM_OPS,
-                 wait_bound: int = DEFAULT_WAIT_BOUND, check_waits: bool = True, kernels=None):
+                 wait_bound: int = DEFAULT_WAIT_BOUND, check_waits: bool = True, kernels=None,
+                 balance: bool = False):
         if policy not in POLICIES:
             raise ValueError(f"RProgramPass: policy must be one of {POLICIES}, got {policy!r}")
         self.policy, self.func_name, self.max_ops = policy, func_name, max_ops
         self.num_veus, self.wait_bound, self.cost_model = num_veus, wait_bound, cost_model
-        self.check_waits, self.kernels = check_waits, kernels
+        self.check_waits, self.kernels, self.balance = check_waits, kernels, balance
         self.target = None if target is None else _tvm.make_target(target)
         self.backend = self.vdevice = None
         if self.target is not None:
@@ -94,7 +95,8 @@ class RProgramPass:
 
     def _use(self, target) -> None:
         """Make the backend of ``target`` (a new one for each module it rewrites)."""
-        self.backend = make_backend(target, self.num_veus, self.wait_bound, self.kernels)
+        self.backend = make_backend(target, self.num_veus, self.wait_bound, self.kernels,
+                                    self.balance)
         self.vdevice = self.backend.vdevice
 
     def _target(self):
@@ -150,7 +152,7 @@ class RProgramPass:
                                        self.func_name, self.max_ops)
         schedule = self._schedule(mod, ext.graph) if self.policy == "ios" else None
         return plan_regions(ext.graph, graph, rops, self.vdevice, self.policy, schedule,
-                            self.func_name, self.max_ops)
+                            self.func_name, self.max_ops, self.balance)
 
 
 def _key(target) -> tuple[str, str]:
