@@ -4,6 +4,7 @@ import pytest
 import tvm
 from tvm.script import tirx as T
 
+from parallel_kernels import doubled, two_nests
 from tvm_ios import _tvm
 from tvm_ios.kernels.codegen_cpu import build_cpu_primfunc, sliced_ops
 from tvm_ios.kernels.roperator import SLICES
@@ -14,14 +15,6 @@ from tvm_ios.kernels.vdevice import pool_threads
 pytestmark = pytest.mark.skipif(pool_threads() < 2, reason="two vEUs need two pool workers")
 
 
-@T.prim_func(private=True, s_tir=True)
-def doubled(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
-    for i in T.parallel(4):
-        for j in range(2):
-            with T.sblock("b"):
-                vi = T.axis.spatial(8, i * 2 + j)
-                b[vi] = a[vi] * T.float32(2)
-
 
 @T.prim_func(private=True, s_tir=True)
 def reversed_plus_one(b: T.Buffer((8,), "float32"), c: T.Buffer((8,), "float32")):
@@ -30,18 +23,6 @@ def reversed_plus_one(b: T.Buffer((8,), "float32"), c: T.Buffer((8,), "float32")
             vi = T.axis.spatial(8, i)
             c[vi] = b[7 - vi] + T.float32(1)
 
-
-@T.prim_func(private=True, s_tir=True)
-def two_nests(b: T.Buffer((8,), "float32"), c: T.Buffer((8,), "float32")):
-    t = T.sblock_alloc_buffer((8,))
-    for i in T.parallel(8):
-        with T.sblock("t"):
-            vi = T.axis.spatial(8, i)
-            t[vi] = b[vi] + T.float32(1)
-    for i in T.parallel(8):
-        with T.sblock("c"):
-            vi = T.axis.spatial(8, i)
-            c[vi] = t[7 - vi]
 
 
 TENSORS = {k: (k, (8,), "float32") for k in "abc"}

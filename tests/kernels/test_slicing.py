@@ -4,17 +4,10 @@ import pytest
 import tvm
 from tvm.script import tirx as T
 
+from parallel_kernels import doubled, two_nests
 from tvm_ios import _tvm
 from tvm_ios.kernels.slicing import slice_kernel, slice_range, sliceable
 
-
-@T.prim_func(private=True, s_tir=True)
-def doubled(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
-    for i in T.parallel(4):
-        for j in range(2):
-            with T.sblock("b"):
-                vi = T.axis.spatial(8, i * 2 + j)
-                b[vi] = a[vi] * T.float32(2)
 
 
 @T.prim_func(private=True, s_tir=True)
@@ -26,18 +19,6 @@ def doubled_slice1(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
                     vi = T.axis.spatial(8, i * 2 + j)
                     b[vi] = a[vi] * T.float32(2)
 
-
-@T.prim_func(private=True, s_tir=True)
-def two_nests(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
-    c = T.sblock_alloc_buffer((8,))
-    for i in T.parallel(8):
-        with T.sblock("c"):
-            vi = T.axis.spatial(8, i)
-            c[vi] = a[vi] + T.float32(1)
-    for i in T.parallel(8):
-        with T.sblock("b"):
-            vi = T.axis.spatial(8, i)
-            b[vi] = c[7 - vi]
 
 
 @T.prim_func(private=True, s_tir=True)
