@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import logging
 
-import tvm
-
 from .._tvm import s_tir, tirx
 from .roperator import SLICES
+from .tir_util import fresh
 
 __all__ = ["SLICES", "sliceable", "slice_kernel", "slice_range"]
 
 logger = logging.getLogger(__name__)
+
 
 def _root(func):
     """The root block of a block-style PrimFunc, or None."""
@@ -90,7 +90,7 @@ def slice_kernel(func, index: int, count: int):
     """
     if not sliceable(func, count):
         raise ValueError(f"kernel is not one parallel loop of at least {count} iterations")
-    func = tvm.ir.load_json(tvm.ir.save_json(func))  # fresh buffers and variables
+    func = fresh(func)
     loop = _loop(func)
     begin, end = slice_range(int(loop.extent), index, count)
     dtype = str(loop.extent.ty)

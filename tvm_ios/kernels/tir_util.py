@@ -5,7 +5,7 @@ import tvm
 
 from .. import _tvm
 
-__all__ = ["i32", "seq", "launch"]
+__all__ = ["i32", "seq", "launch", "fresh"]
 
 
 def i32(value):
@@ -25,3 +25,9 @@ def launch(tag: str, extent: int, body, var):
     """``body`` under a ``thread_extent`` of ``extent`` for thread tag ``tag`` bound to ``var``."""
     iv = _tvm.tirx.IterVar(tvm.ir.Range(0, extent), var, 1, tag)
     return _tvm.tirx.AttrStmt(iv, "thread_extent", i32(extent), body)
+
+
+def fresh(func):
+    """A deep copy of ``func`` (new buffers and variables), so that two copies of one kernel
+    can be inlined side by side into one PrimFunc without defining the same buffers twice."""
+    return tvm.ir.load_json(tvm.ir.save_json(func))

@@ -21,6 +21,7 @@ from tvm import relax
 
 from .. import _tvm
 from .._tvm import tvm_ffi
+from .tir_util import fresh
 
 __all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "parallel_kernels",
            "strip_parallel", "kernel_times",
@@ -95,13 +96,6 @@ def strip_parallel(func):
     return func.with_body(body)
 
 
-def _fresh(func):
-    """A deep copy of ``func`` (new buffers and variables): a database hands out one scheduled
-    function per workload, and two ops with one workload inlined into one rProgram must not
-    define the same buffers twice."""
-    return tvm.ir.load_json(tvm.ir.save_json(func))
-
-
 def serial_kernels(kernels):
     """A transform of an op's lowered module: serial tuned kernels where the database has
     them, else parallel tuned ones made serial; untuned kernels stay as TVM lowered them."""
@@ -116,7 +110,7 @@ def serial_kernels(kernels):
                 and not (f.attrs is not None and f.attrs.get(TUNED_ATTR, False))}
         if rest and kernels.has("parallel"):  # only what the serial variant did not tune
             funcs.update(_apply(tvm.IRModule(rest), kernels, "parallel").functions.items())
-        return tvm.IRModule({gv: _fresh(strip_parallel(f))
+        return tvm.IRModule({gv: fresh(strip_parallel(f))
                              if isinstance(f, _tvm.tirx.PrimFunc) else f
                              for gv, f in funcs.items()}, attrs=mod.attrs)
     return transform
@@ -130,7 +124,7 @@ def parallel_kernels(kernels):
         if kernels is None or not kernels.has("parallel"):
             return mod
         funcs = _apply(mod, kernels, "parallel").functions.items()
-        return tvm.IRModule({gv: _fresh(f) if isinstance(f, _tvm.tirx.PrimFunc) else f
+        return tvm.IRModule({gv: fresh(f) if isinstance(f, _tvm.tirx.PrimFunc) else f
                              for gv, f in funcs}, attrs=mod.attrs)
     return transform
 

@@ -83,21 +83,18 @@ class CPUBackend:
         self.parallel: dict = {}  # op -> its lowered parallel kernels (this module)
 
     def rops(self, graph, members, bindings) -> dict:
-        """CPU rOperators of every node: analytical, or, with a kernel database, priced by
-        what TVM's runner measured for the op's serial tuned kernels (:func:`~tvm_ios.
-        kernels.tuned_build.kernel_times`); where the op's parallel kernel is one parallel
-        loop (:func:`~tvm_ios.kernels.slicing.sliceable`) it may also be cut into one slice
-        per vEU, each priced as its share of the serial time at ``SLICE_EFFICIENCY`` (the
-        committed databases' parallel records were timed on one thread). Starts a module: lowerings of an
-        earlier one are forgotten. Without ``balance``: analytical, one rTask per op."""
+        """CPU rOperators of every node: analytical, one rTask per op. Balancing with a
+        kernel database, priced by what TVM's runner measured for the op's serial tuned
+        kernels (:func:`~tvm_ios.kernels.tuned_build.kernel_times`); where the op's
+        parallel kernel is one parallel loop (:func:`~tvm_ios.kernels.slicing.sliceable`)
+        it may also be cut into one slice per vEU, each priced as its share of the serial
+        time at ``SLICE_EFFICIENCY`` (the committed databases' parallel records were timed
+        on one thread). Starts a module: lowerings of an earlier one are forgotten."""
         self.parallel = {}
-        slices = self.vdevice.sms if self.kernels is not None and self.kernels.has("parallel") \
-            else 1
-        if not self.balance:
+        if not self.balance or self.kernels is None:
             return estimate_roperators(graph, "cpu")
+        slices = self.vdevice.sms if self.kernels.has("parallel") else 1
         rops = estimate_roperators(graph, "cpu", slices=slices)
-        if self.kernels is None:
-            return rops
         for op, rop in rops.items():
             rop.kernels = self._kernels(op, [bindings[i] for i in members[op]], rop.kernels)
         return rops
