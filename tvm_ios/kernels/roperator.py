@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from ..cost.devices import DeviceSpec, get_device
 from ..graph.opgraph import OpGraph, OpNode
 
-__all__ = ["RKernel", "ROperator", "estimate_roperators", "TILES", "SLICES",
-           "SLICE_EFFICIENCY"]
+__all__ = ["RKernel", "ROperator", "estimate_roperators", "cut_into_slices", "TILES",
+           "SLICES", "SLICE_EFFICIENCY"]
 
 #: Output elements per rTask of the estimated tilings (small = fast, large = efficient).
 TILES = (512, 2048, 8192)
@@ -96,6 +96,13 @@ def _estimate(node: OpNode, dev: DeviceSpec, tile: int, threads: int) -> RKernel
     return RKernel(f"tile{tile}", tasks, threads, max(compute, memory) + TASK_OVERHEAD_US)
 
 
+def cut_into_slices(whole: RKernel, slices: int) -> RKernel:
+    """The :data:`SLICES` rKernel of an op whose whole (one-vEU) rKernel is ``whole``: one
+    rTask per vEU, each a ``1 / slices`` share at :data:`SLICE_EFFICIENCY`."""
+    return RKernel(SLICES, slices, whole.threads, whole.task_us / slices / SLICE_EFFICIENCY,
+                   source=whole.source)
+
+
 def estimate_roperators(graph: OpGraph, device: str | DeviceSpec = "h100",
                         tiles: tuple = TILES, slices: int = 1) -> dict[str, ROperator]:
     """Analytical rOperators of every op of ``graph`` (one rKernel per tiling).
@@ -112,7 +119,7 @@ def estimate_roperators(graph: OpGraph, device: str | DeviceSpec = "h100",
             task = max(node.flops / per_core, node.bytes / (dev.bandwidth_gbs * 1e3)) + 1.0
             kernels = [RKernel("whole", 1, 1, task)]
             if slices > 1:
-                kernels.append(RKernel(SLICES, slices, 1, task / slices / SLICE_EFFICIENCY))
+                kernels.append(cut_into_slices(kernels[0], slices))
         else:
             kernels = [_estimate(node, dev, tile, min(256, max(32, tile // 8)))
                        for tile in tiles]

@@ -36,7 +36,7 @@ from .. import _tvm
 from ..cost.analytical import AnalyticalCostModel
 from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND
 from ..kernels.codegen_cpu import CPUBackendError, build_cpu_primfunc, sliced_ops
-from ..kernels.roperator import SLICE_EFFICIENCY, SLICES, estimate_roperators
+from ..kernels.roperator import SLICES, cut_into_slices, estimate_roperators
 from ..kernels.slicing import sliceable
 from ..kernels.tuned_build import kernel_times, parallel_kernels, serial_kernels
 from ..kernels.tvm_kernels import UnsupportedKernel, lower_bindings
@@ -105,7 +105,7 @@ class CPUBackend:
 
         def keep(mod):  # the untuned kernels, for their records; the parallel ones inlined
             lowered["untuned"] = mod
-            return self.sliced(mod) if self.sliced is not None else mod
+            return self.sliced(mod)
         try:
             steps = lower_bindings(units, units[-1].var, keep)
         except UnsupportedKernel:
@@ -118,8 +118,7 @@ class CPUBackend:
         if not cut or len(steps) != 1 or not sliceable(steps[0].func, cut[0].num_tasks):
             return [whole]
         self.parallel[op] = steps
-        share = whole.task_us / cut[0].num_tasks / SLICE_EFFICIENCY
-        return [whole, dataclasses.replace(cut[0], task_us=share, source=whole.source)]
+        return [whole, cut_into_slices(whole, cut[0].num_tasks)]
 
     def build(self, ops, program, units, builder):
         """``call_tir`` of the program's PrimFunc (added to ``builder``), its outputs, and
