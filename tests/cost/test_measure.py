@@ -35,8 +35,10 @@ def test_local_runner_times_every_stage(measurer, stages):
     for result in results:
         assert result.error is None, result.error
         assert len(result.run_secs) == 2 and all(t > 0 for t in result.run_secs)
-    single, three = results[0].median_us, results[1].median_us
-    assert three > single  # three convs (one of them 3x3) take longer than one 1x1
+    # Which stage took longer is a benchmark's question, not a test's (it flipped under
+    # the other xdist worker's load): here each stage is timed under its own key.
+    assert len({r.key for r in results}) == len(stages)
+    assert all(0 < r.median_us < 60e6 for r in results)
 
 
 def test_cold_cache_settings_flush_before_each_call_and_log_apart(stages):
