@@ -49,6 +49,10 @@ def add_parser(subparsers) -> None:
                         help="trials at least for each kernel the database has no record "
                              "of, tuned first, past --trials if need be (default 8; 0: off)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the search")
+    parser.add_argument("--retime", type=int, metavar="K", default=0,
+                        help="no search: time the K best records of each kernel again with "
+                             "today's runner (parallel kernels on the target's cores) and "
+                             "append them (databases tuned before that was so)")
     parser.set_defaults(handler=run)
 
 
@@ -137,6 +141,8 @@ def run(args) -> int:
         raise ValueError(f"{path} holds kernels for {kernels.name}, not {target}: pick "
                          "another --db")
     try:
+        if args.retime:
+            return _retime(args, kernels, rpc, name)
         reports = tune_kernels(mod, kernels, args.variants, args.trials, rpc, _Bar(),
                                seed=args.seed, anchors_only=not args.all_ops,
                                cover=args.cover, timeout_s=args.timeout)
@@ -149,4 +155,26 @@ def run(args) -> int:
               f"{r.records} records in {path}, {r.wall_s:.0f}s")
     write_json(args.json, {"db": str(path), "target": kernels.name,
                            "reports": [vars(r) for r in reports]})
+    return 0
+
+
+def _retime(args, kernels, rpc, name) -> int:
+    """``--retime K``: the K best records of every workload timed again, per variant."""
+    from ..kernels.retime import retime_kernels  # noqa: PLC0415
+
+    reports = []
+    for variant in args.variants:
+        if not kernels.has(variant):
+            print(f"tvm-ios tune-kernels: {kernels.path} has no {variant} kernels to retime",
+                  file=sys.stderr)
+            continue
+        report = retime_kernels(kernels, variant, args.retime, rpc, _Bar(),
+                                timeout_s=args.timeout)
+        reports.append(report)
+        print(f"{name} {variant}: {report.timed} candidates of {report.workloads} kernels "
+              f"timed again, {report.changed} now best another, {report.failed} failed, "
+              f"{report.wall_s:.0f}s")
+    kernels.pack()
+    write_json(args.json, {"db": str(kernels.path), "target": kernels.name,
+                           "retimed": [vars(r) for r in reports]})
     return 0

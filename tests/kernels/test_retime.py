@@ -1,0 +1,40 @@
+"""Timing a database's best candidates again (``tvm-ios tune-kernels --retime``), for real:
+one small convolution tuned with a few trials, its best records timed again."""
+import pytest
+
+from tvm_ios.kernels.kernel_db import KernelDB, host_target, open_kernels
+from tvm_ios.kernels.retime import _workloads, retime_kernels
+from tvm_ios.kernels.tuning import tune_kernels
+from tvm_ios.testing import dag_model
+
+
+@pytest.fixture
+def tuned(tmp_path):
+    model = dag_model(seed=1, num_ops=2, channels=8, size=8, p=0.0)[0]
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    tune_kernels(model, kernels, variants=("parallel",), trials=6, min_repeat_ms=1)
+    return kernels
+
+
+def _traces(db, workload, k):
+    return [str(r.trace) for r in db.get_top_k(workload, k)]
+
+
+def test_the_best_candidates_are_timed_again_and_appended(tuned):
+    db = tuned.database("parallel")
+    before = {str(w.mod): _traces(db, w, 2) for w in _workloads(db)}
+    records = tuned.num_records("parallel")
+    report = retime_kernels(tuned, "parallel", top_k=2, min_repeat_ms=1)
+    assert report.failed == 0 and report.workloads == len(before)
+    assert report.timed == sum(len(t) for t in before.values())
+    assert tuned.num_records("parallel") == records + report.timed  # appended, none lost
+    again = open_kernels(tuned.path).database("parallel")
+    for workload in _workloads(again):
+        timed = [r for r in again.get_all_tuning_records()
+                 if str(r.workload.mod) == str(workload.mod)]
+        # each old top-2 candidate now has two records: the old and the new timing
+        for trace in before[str(workload.mod)]:
+            assert sum(str(r.trace) == trace for r in timed) >= 2
+    entry = open_kernels(tuned.path).meta["tuning"][-1]
+    assert entry["retimed_top_k"] == 2 and entry["timed"] == report.timed
+

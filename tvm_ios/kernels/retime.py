@@ -1,0 +1,130 @@
+"""Timing a database's best candidates again, without a search.
+
+A tuning record's time is only as good as the runner that took it: the parallel kernels of
+databases tuned before :func:`~.tuning._runner` set the runner's thread pool were timed on
+one thread (TVM's default on a 2-core VM), so the record that wins in them is the best
+*serial* run of a parallel kernel. :func:`retime_kernels` takes the ``top_k`` records of
+every workload, builds each candidate again from its trace and times it with the runner the
+tuner now uses (the target's cores); the new records are appended (the database stays
+append-only), and being faster than their one-thread selves, they rank first.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import tvm
+
+from .. import _tvm
+from .kernel_db import KernelDB
+from .tuning import InProcessBuilder, _cores, _runner
+
+__all__ = ["RetimeReport", "retime_kernels"]
+
+logger = logging.getLogger(__name__)
+ms = _tvm.ms
+
+
+@dataclass
+class RetimeReport:
+    """What :func:`retime_kernels` did to one variant."""
+
+    variant: str
+    workloads: int
+    timed: int  # candidates timed again (new records)
+    failed: int  # candidates that did not build or run
+    changed: int  # workloads whose best candidate is now another one
+    wall_s: float
+
+
+def _candidate(record, target):
+    """``(BuilderInput, ArgInfo list)`` of a record: its trace applied to its workload."""
+    sch = tvm.s_tir.Schedule(record.workload.mod)
+    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    args = list(record.args_info) if record.args_info is not None else \
+        ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"])
+    return ms.builder.BuilderInput(sch.mod, target), args
+
+
+def _time(records, target, builder, runner):
+    """Run seconds (or None) of each record's candidate, timed now."""
+    built = [_candidate(r, target) for r in records]
+    results = builder.build([b for b, _ in built])
+    inputs = [ms.runner.RunnerInput(res.artifact_path, "cpu", args)
+              for res, (_, args) in zip(results, built) if res.error_msg is None]
+    futures = iter(runner.run(inputs))
+    secs = []
+    for res in results:
+        if res.error_msg is not None:
+            logger.warning("candidate does not build again: %s", res.error_msg[:200])
+            secs.append(None)
+            continue
+        out = next(futures).result()
+        if out.error_msg is not None:
+            logger.warning("candidate does not run: %s", out.error_msg[:200])
+        secs.append(None if out.error_msg is not None else
+                    [float(s) for s in out.run_secs])
+    return secs
+
+
+def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
+                   rpc: tuple | None = None, progress: Callable | None = None,
+                   **settings) -> RetimeReport:
+    """Time the ``top_k`` best records of each workload of ``variant`` again.
+
+    Parameters
+    ----------
+    kernels : KernelDB
+        The database; the new records are appended to it.
+    variant : {"parallel", "serial"}
+        Which kernel set (the parallel one is timed on the target's cores, the serial one on
+        one thread, as :func:`~.tuning.tune_kernels` times them).
+    top_k : int
+        Candidates per workload.
+    rpc : (host, port, key), optional
+        Time on RPC servers of a tracker instead of here.
+    progress : callable, optional
+        ``progress(variant, done, total)`` after each workload.
+    """
+    target = kernels.target_for(variant)
+    db = kernels.database(variant, writable=True)
+    runner = _runner(rpc, settings, _cores(kernels) if variant == "parallel" else 1)
+    builder, workloads = InProcessBuilder(), _workloads(db)
+    start, timed, failed, changed = time.perf_counter(), 0, 0, 0
+    for done, workload in enumerate(workloads, 1):
+        records = list(db.get_top_k(workload, top_k))
+        if records:
+            best = records[0].trace
+            for record, secs in zip(records, _time(records, target, builder, runner)):
+                if secs is None:
+                    failed += 1
+                    continue
+                db.commit_tuning_record(ms.database.TuningRecord(
+                    record.trace, workload, secs, target, record.args_info))
+                timed += 1
+            new_best = db.get_top_k(workload, 1)
+            changed += bool(new_best) and str(new_best[0].trace) != str(best)
+        if progress is not None:
+            progress(variant, done, len(workloads))
+    wall = time.perf_counter() - start
+    report = RetimeReport(variant, len(workloads), timed, failed, changed, wall)
+    kernels.meta.setdefault("tuning", []).append(
+        {"variant": variant, "retimed_top_k": top_k, "workloads": len(workloads),
+         "timed": timed, "failed": failed, "changed": changed, "records":
+         kernels.num_records(variant), "wall_s": round(wall, 1), "rpc": bool(rpc),
+         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    kernels.save_meta()
+    return report
+
+
+def _workloads(db) -> list:
+    """The distinct workloads of a database's records."""
+    seen, out = set(), []
+    for record in db.get_all_tuning_records():
+        key = _tvm.structural_hash(record.workload.mod)
+        if key not in seen:
+            seen.add(key)
+            out.append(record.workload)
+    return out
