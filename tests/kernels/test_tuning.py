@@ -155,3 +155,20 @@ def test_the_local_runner_times_kernels_on_the_cores_they_are_tuned_for(tuned, m
     tuning._runner(None, {}, tuning._cores(kernels))
     assert os.environ["TVM_NUM_THREADS"] == str(cores)  # TVM's default here would be 1
 
+
+
+def test_a_kernel_the_parallel_variant_lacks_gets_the_serial_record(model, tmp_path):
+    """A stage module fuses an op alone, where the model fuses it with what follows: its
+    kernel is in the serial variant (every op alone), not the parallel one."""
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    tune_kernels(model, kernels, variants=("serial",), trials=2, min_repeat_ms=1)
+    assert kernels.has("serial") and not kernels.has("parallel")
+    tuned_mod = apply_kernels(model, kernels)
+    tuned = [gv.name_hint for gv, f in tuned_mod.functions.items()
+             if isinstance(f, tvm.tirx.PrimFunc) and f.attrs.get(TUNED_ATTR)]
+    assert tuned and all("conv2d" in name for name in tuned)
+    assert all("T.parallel" not in tuned_mod[name].script() for name in tuned)
+    x = random_inputs(model)
+    ref = run(tvm.compile(apply_kernels(model, None, kernels.target), kernels.target), x)
+    out = run(tvm.compile(tuned_mod, kernels.target), x)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
