@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from tvm_ios.cost.measure import MeasureError, MeasureSettings, Measurer, check_tracker
+from tvm_ios.cost.measure import MeasureError, MeasureSettings, Measurer
+from tvm_ios.runtime.rpc import RPCError, check_tracker
 from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.cost.stage_module import stage_module
 from tvm_ios.graph.extract import extract
@@ -77,7 +78,7 @@ def rpc_tracker():
             try:
                 check_tracker("127.0.0.1", port, "tvm-ios-test", timeout_s=5)
                 break
-            except MeasureError:
+            except RPCError:
                 if time.time() > deadline:
                     raise
                 time.sleep(0.5)
@@ -111,7 +112,7 @@ def test_unreachable_tracker_fails_fast_with_a_clear_error(stages):
 
 def test_tracker_without_a_server_for_the_key(rpc_tracker):
     host, port = rpc_tracker.split(":")
-    with pytest.raises(MeasureError, match="no server with key 'nobody'"):
+    with pytest.raises(RPCError, match="no server with key 'nobody'"):
         check_tracker(host, int(port), "nobody", timeout_s=5)
 
 

@@ -118,7 +118,7 @@ def run(args) -> int:
         print(f"tvm-ios tune-kernels: error: {missing}", file=sys.stderr)
         return 2
     from .. import _tvm  # noqa: PLC0415
-    from ..cost.measure import MeasureError, _parse_tracker, check_tracker  # noqa: PLC0415
+    from ..runtime.rpc import RPCError, check_tracker, parse_tracker  # noqa: PLC0415
     from ..kernels.kernel_db import KernelDB, default_kernels_dir, host_target  # noqa
     from ..kernels.tuning import tune_kernels  # noqa: PLC0415
 
@@ -126,11 +126,11 @@ def run(args) -> int:
     if target.kind.name != "llvm":
         raise ValueError(f"tune-kernels tunes llvm kernels; target {args.target!r} is "
                          f"{target.kind.name}")
-    rpc = _parse_tracker(args.rpc_tracker, args.rpc_key) if args.rpc_tracker else None
+    rpc = parse_tracker(args.rpc_tracker, args.rpc_key) if args.rpc_tracker else None
     try:
         if rpc is not None:  # before anything slow: the tracker must answer first
             check_tracker(*rpc, timeout_s=args.timeout)
-    except MeasureError as err:
+    except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
     mod, params, name = load_model(args)
@@ -146,7 +146,7 @@ def run(args) -> int:
         reports = tune_kernels(mod, kernels, args.variants, args.trials, rpc, _Bar(),
                                seed=args.seed, anchors_only=not args.all_ops,
                                cover=args.cover, timeout_s=args.timeout)
-    except MeasureError as err:
+    except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
     kernels.pack()  # the .gz copies are what a checkout carries

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _tvm
+from ..runtime.rpc import RPCError, alloc_rpc, check_tracker, parse_tracker
 
 __all__ = ["MeasureSettings", "MeasureResult", "MeasureError", "Measurer", "build_stage",
            "prepare_stage",
-           "export_stage", "alloc_rpc", "time_vm_local", "time_vm_rpc", "check_tracker"]
+           "export_stage", "time_vm_local", "time_vm_rpc"]
 
 logger = logging.getLogger(__name__)
 
@@ -178,18 +179,6 @@ def _time_cold(vm, device, config, flush_bytes: int) -> list[float]:
     return costs
 
 
-def alloc_rpc(session, device, args_info, alloc_repeat: int) -> list:
-    """RPCRunner ``f_alloc_argument``: random inputs copied to the remote device.
-
-    The default needs ``tvm.contrib.random`` on the server, which a runtime-only server
-    (``python -m tvm.exec.rpc_server``) may lack.
-    """
-    del session
-    rng = np.random.default_rng(0)
-    return [[_tvm.tensor(rng.standard_normal(shape).astype(dtype), device)
-             for _, dtype, shape in args_info] for _ in range(alloc_repeat)]
-
-
 def time_vm_local(rt_mod, device, config, repeated_args, warmup: int = 1,
                   flush_bytes: int = 0) -> list[float]:
     """LocalRunner ``f_run_evaluator`` for a Relax VM executable."""
@@ -226,7 +215,7 @@ class Measurer:
                  device_key: str | None = None):
         self.target = _tvm.make_target(target)
         self.settings = settings or MeasureSettings()
-        self.rpc = _parse_tracker(rpc_tracker, rpc_key) if rpc_tracker else None
+        self.rpc = parse_tracker(rpc_tracker, rpc_key) if rpc_tracker else None
         self.device_key = device_key or (f"rpc:{rpc_key}" if self.rpc
                                          else f"local:{socket.gethostname()}")
         if self.settings.flush_bytes > 0 and device_key is None:
@@ -263,7 +252,10 @@ class Measurer:
         config = ms.runner.EvaluatorConfig(number=s.number, repeat=s.repeat,
                                            min_repeat_ms=s.min_repeat_ms)
         if self.rpc:
-            rpc_config = check_tracker(*self.rpc, timeout_s=s.timeout_s)
+            try:
+                rpc_config = check_tracker(*self.rpc, timeout_s=s.timeout_s)
+            except RPCError as err:
+                raise MeasureError(str(err)) from err
             self._runner = ms.runner.RPCRunner(
                 rpc_config, config, f_alloc_argument=alloc_rpc,
                 f_run_evaluator=functools.partial(time_vm_rpc, warmup=s.warmup,
@@ -338,34 +330,3 @@ def _short(message: str, lines: int = 6) -> str:
     errors = [ln for ln in text if "Error" in ln.split(":", 1)[0]]
     head = errors[-1:] if errors else []
     return " | ".join(head + [ln for ln in text[-lines:] if ln not in head])
-
-
-def _parse_tracker(tracker: str, key: str | None) -> tuple[str, int, str]:
-    host, _, port = str(tracker).rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"--rpc-tracker must be host:port, got {tracker!r}")
-    if not key:
-        raise ValueError("an RPC tracker needs a device key (--rpc-key)")
-    return host, int(port), key
-
-
-def check_tracker(host: str, port: int, key: str, timeout_s: float = 10.0):
-    """Return an ``RPCConfig`` once the tracker answers and has a server for ``key``.
-
-    Raises :class:`MeasureError` within ``timeout_s`` when the tracker is unreachable or no
-    server registered with ``key``.
-    """
-    from .._tvm import ms  # noqa: PLC0415
-
-    try:
-        socket.create_connection((host, port), timeout=min(timeout_s, 5.0)).close()
-    except OSError as err:
-        raise MeasureError(f"RPC tracker {host}:{port} is unreachable: {err}") from err
-    config = ms.runner.RPCConfig(host, port, key, session_timeout_sec=int(max(1, timeout_s)))
-    try:
-        servers = config.count_num_servers(allow_missing=True)
-    except Exception as err:  # noqa: BLE001  (tvm.rpc raises several types)
-        raise MeasureError(f"RPC tracker {host}:{port} did not answer: {err}") from err
-    if servers == 0:
-        raise MeasureError(f"RPC tracker {host}:{port} has no server with key {key!r}")
-    return config

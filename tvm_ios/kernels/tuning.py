@@ -34,6 +34,7 @@ import tvm
 from tvm.ir.utils import derived_object
 
 from .. import _tvm
+from ..runtime.rpc import alloc_rpc, check_tracker
 from ..graph.extract import extract
 from .kernel_db import KernelDB
 from .regions import augment
@@ -173,8 +174,6 @@ def _runner(rpc, settings, cores: int = 1):
         _tvm.worker_threads(cores)
         return ms.runner.LocalRunner(timeout_sec=settings.get("timeout_s", 30),
                                      evaluator_config=config)
-    from ..cost.measure import alloc_rpc, check_tracker  # noqa: PLC0415
-
     rpc_config = check_tracker(*rpc, timeout_s=settings.get("timeout_s", 30))
     return ms.runner.RPCRunner(rpc_config, config, f_alloc_argument=alloc_rpc)
 
