@@ -42,3 +42,11 @@ def test_auto_kernels_for_another_cpu_warn_and_build_untuned(tmp_path, monkeypat
         kernels, model, image_size = "auto", "squeezenet", 32
     assert tune_kernels.kernels_of(Args) is None
     assert "skylake" in caplog.text and "building untuned" in caplog.text
+
+
+def test_retime_of_a_database_without_records_says_tune_first(tmp_path, capsys):
+    code = main(["tune-kernels", "--model", "squeezenet", "--image-size", "32", "--db",
+                 str(tmp_path / "db"), "--retime", "4"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "has no parallel kernels to retime" in err and "tune it first" in err

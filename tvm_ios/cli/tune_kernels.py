@@ -174,6 +174,10 @@ def _retime(args, kernels, rpc, name) -> int:
         print(f"{name} {variant}: {report.timed} candidates of {report.workloads} kernels "
               f"timed again, {report.changed} now best another, {report.failed} failed, "
               f"{report.wall_s:.0f}s")
+    if not reports:
+        print(f"tvm-ios tune-kernels: error: nothing to retime in {kernels.path}: tune it "
+              "first (without --retime)", file=sys.stderr)
+        return 2
     kernels.pack()
     write_json(args.json, {"db": str(kernels.path), "target": kernels.name,
                            "retimed": [vars(r) for r in reports]})
