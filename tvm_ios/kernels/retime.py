@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-import tvm
 
 from .. import _tvm
 from .kernel_db import KernelDB
@@ -41,7 +40,7 @@ class RetimeReport:
 
 def _candidate(record, target):
     """``(BuilderInput, ArgInfo list)`` of a record: its trace applied to its workload."""
-    sch = tvm.s_tir.Schedule(record.workload.mod)
+    sch = _tvm.s_tir.Schedule(record.workload.mod)
     record.trace.apply_to_schedule(sch, remove_postproc=False)
     args = list(record.args_info) if record.args_info is not None else \
         ms.arg_info.ArgInfo.from_prim_func(sch.mod["main"])
