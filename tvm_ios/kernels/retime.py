@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-
 from .. import _tvm
 from .kernel_db import KernelDB
 from .tuning import InProcessBuilder, _cores, _runner
