@@ -86,10 +86,10 @@ def apply_kernels(mod, kernels, target=None, variant: str = "parallel", fuse: bo
         return mod
     if kernels.has(variant):
         mod = _apply(mod, kernels, variant)
-    if variant == "parallel" and kernels.has("serial") and \
-            tuned_functions(mod)[0] < tuned_functions(mod)[1]:
-        mod = _apply(mod, kernels, "serial")  # kernels only a stage module has: see above
     tuned, total = tuned_functions(mod)
+    if variant == "parallel" and tuned < total and kernels.has("serial"):
+        mod = _apply(mod, kernels, "serial")  # kernels only a stage module has: see above
+        tuned, total = tuned_functions(mod)
     logger.info("kernel database %s (%s): %d of %d kernels tuned", kernels.path, variant,
                 tuned, total)
     return mod
