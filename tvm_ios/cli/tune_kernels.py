@@ -134,7 +134,6 @@ def run(args) -> int:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
     mod, params, name = load_model(args)
-    mod = _tvm.bind_params(mod, params)
     path = args.db or default_kernels_dir(name, args.image_size, target)
     kernels = KernelDB(path, target, create=True)
     if not kernels.matches(target):
@@ -143,9 +142,10 @@ def run(args) -> int:
     try:
         if args.retime:
             return _retime(args, kernels, rpc, name)
-        reports = tune_kernels(mod, kernels, args.variants, args.trials, rpc, _Bar(),
-                               seed=args.seed, anchors_only=not args.all_ops,
-                               cover=args.cover, timeout_s=args.timeout)
+        reports = tune_kernels(_tvm.bind_params(mod, params), kernels, args.variants,
+                               args.trials, rpc, _Bar(), seed=args.seed,
+                               anchors_only=not args.all_ops, cover=args.cover,
+                               timeout_s=args.timeout)
     except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
