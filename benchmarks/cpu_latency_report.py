@@ -124,7 +124,7 @@ def render(document: dict, doc: str | None, source: str | None) -> str:
     results = document["results"]
     prov = document.get("provenance")
     if prov:
-        lines += [f"Measured {prov.get('date')} on {prov.get('cpu')} ({prov.get('cores')} cores)"
+        lines += [f"Measured {prov.get('date')} on {prov.get('cpu')} ({_cpu_detail(prov)})"
                   f", commit `{str(prov.get('commit'))[:10]}`"
                   f"{' (dirty tree)' if prov.get('dirty') else ''}; command: "
                   f"`{prov.get('command')}`", ""]
@@ -223,3 +223,9 @@ def _chart(results: dict, threads: list, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _cpu_detail(prov: dict) -> str:
+    """``znver5, 2 cores`` (the LLVM CPU name where the provenance has it)."""
+    cores = f"{prov.get('cores')} cores"
+    return f"{prov['llvm_cpu']}, {cores}" if prov.get("llvm_cpu") else cores

@@ -70,6 +70,16 @@ def llvm_system_cpu() -> str:
     return str(tvm.target.codegen.llvm_get_system_cpu())
 
 
+def llvm_cpu_features(target: Target) -> frozenset:
+    """The LLVM features of an llvm target's ``mcpu`` (``mattr`` not included)."""
+    return frozenset(str(f) for f in tvm.target.codegen.llvm_get_cpu_features(target))
+
+
+def llvm_system_triple() -> str:
+    """The LLVM target triple of this machine (``x86_64-pc-linux-gnu``)."""
+    return str(tvm.target.codegen.llvm_get_system_triple())
+
+
 def make_target(target: str | dict | Target) -> Target:
     """Build a Target from a tag, a kind name or a dict, with a clear error when impossible."""
     if isinstance(target, Target):

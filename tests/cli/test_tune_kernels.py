@@ -29,19 +29,25 @@ def test_rpc_tracker_that_does_not_answer_fails_within_its_timeout(tmp_path, cap
     assert time.perf_counter() - start < 60
 
 
-def test_auto_kernels_for_another_cpu_warn_and_build_untuned(tmp_path, monkeypatch, caplog):
+def test_auto_kernels_take_one_this_cpu_runs_else_warn_and_build_untuned(tmp_path,
+                                                                        monkeypatch, caplog):
     from tvm_ios.kernels import kernel_db
 
-    other = tmp_path / "llvm-skylake-2c" / "squeezenet-32"
-    kernel_db.KernelDB(other, {"kind": "llvm", "mcpu": "skylake", "num-cores": 2},
-                       create=True)
+    arm = tmp_path / "llvm-cortex-a72-2c" / "squeezenet-32"
+    kernel_db.KernelDB(arm, {"kind": "llvm", "mtriple": "aarch64-linux-gnu",
+                             "mcpu": "cortex-a72", "num-cores": 2}, create=True)
     monkeypatch.setattr(kernel_db, "default_kernels_dir",
                         lambda m, s, t=None, root=None: tmp_path / "llvm-here-2c" / f"{m}-{s}")
 
     class Args:
         kernels, model, image_size = "auto", "squeezenet", 32
-    assert tune_kernels.kernels_of(Args) is None
-    assert "skylake" in caplog.text and "building untuned" in caplog.text
+    assert tune_kernels.kernels_of(Args) is None  # only one this CPU cannot run
+    assert "cortex-a72" in caplog.text and "building untuned" in caplog.text
+    older = tmp_path / "llvm-x86-64-v2-2c" / "squeezenet-32"  # sorts after the ARM one
+    kernel_db.KernelDB(older, {"kind": "llvm", "mcpu": "x86-64-v2", "num-cores": 2},
+                       create=True)
+    found = tune_kernels.kernels_of(Args)
+    assert found is not None and found.path == older
 
 
 def test_retime_of_a_database_without_records_says_tune_first(tmp_path, capsys):

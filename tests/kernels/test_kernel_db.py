@@ -1,4 +1,5 @@
-"""Kernel databases: named by target, refused for another CPU, corrupt lines skipped by name."""
+"""Kernel databases: named by target, refused for a CPU that cannot run them, corrupt lines
+skipped by name."""
 import logging
 
 import pytest
@@ -7,7 +8,7 @@ from tvm.script import ir as I
 from tvm.script import tirx as T
 
 from tvm_ios.kernels.kernel_db import (KernelDB, KernelDBError, host_target, open_kernels,
-                                       serial_target, target_name)
+                                       runs_here, serial_target, target_name)
 
 ms = pytest.importorskip("tvm.s_tir.meta_schedule")
 
@@ -40,15 +41,32 @@ def test_targets_are_this_cpu_and_named_by_it():
     assert int(serial_target(target).attrs["num-cores"]) == 1
 
 
-def test_database_for_another_cpu_warns_naming_both_and_is_not_applied(tmp_path, caplog):
-    other = {"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2}
-    KernelDB(tmp_path, other, create=True)
+def test_database_for_a_cpu_that_cannot_run_it_warns_naming_both_and_is_not_applied(
+        tmp_path, caplog):
+    newer = {"kind": "llvm", "mcpu": "sapphirerapids", "num-cores": 2}
+    older = {"kind": "llvm", "mcpu": "x86-64-v2", "num-cores": 2}
+    KernelDB(tmp_path, newer, create=True)
     with caplog.at_level(logging.WARNING):
-        assert open_kernels(tmp_path, host_target(2)) is None
+        assert open_kernels(tmp_path, older) is None
     message = caplog.text
-    assert "skylake-avx512" in message and tvm.target.codegen.llvm_get_system_cpu() in message
-    assert "untuned" in message
-    assert open_kernels(tmp_path, other) is not None  # the same target is accepted
+    assert "sapphirerapids" in message and "x86-64-v2" in message
+    assert "lacks" in message and "untuned" in message
+    assert open_kernels(tmp_path, newer) is not None  # the same target is accepted
+    assert not runs_here(tmp_path, older) and runs_here(tmp_path, newer)
+
+
+def test_database_of_an_older_cpu_of_the_line_is_applied_with_a_warning(tmp_path, caplog):
+    older = {"kind": "llvm", "mcpu": "x86-64-v2", "num-cores": 2}
+    KernelDB(tmp_path, older, create=True)
+    with caplog.at_level(logging.WARNING):
+        kernels = open_kernels(tmp_path, {"kind": "llvm", "mcpu": "sapphirerapids",
+                                          "num-cores": 2})
+    assert kernels is not None and kernels.name == "llvm-x86-64-v2-2c"  # built for it
+    assert "x86-64-v2" in caplog.text and "sapphirerapids" in caplog.text
+    assert "runs its code" in caplog.text
+    with caplog.at_level(logging.WARNING):  # another core count: not applied
+        assert open_kernels(tmp_path, {**older, "num-cores": 4}) is None
+    assert "num-cores 2 is not 4" in caplog.text
 
 
 def test_corrupt_line_is_skipped_and_named(tmp_path, caplog):

@@ -76,6 +76,17 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
+def _llvm_cpu() -> str | None:
+    """The CPU as LLVM names it (``znver5``): ``cpu`` alone does not tell EPYC generations
+    apart, and tuned kernels are for one of them."""
+    try:
+        from .. import _tvm  # noqa: PLC0415
+
+        return _tvm.llvm_system_cpu()
+    except Exception:  # noqa: BLE001  (provenance must not fail a run)
+        return None
+
+
 def _git(*args: str) -> str | None:
     try:
         done = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True,
@@ -110,7 +121,8 @@ def provenance(argv: list[str] | None = None) -> dict:
     return {"command": shlex.join(["python", script, *argv[1:]]), "script": script,
             "commit": (_git("rev-parse", "HEAD") or "").strip() or None,
             "dirty": bool(dirty) if status is not None else None, "dirty_paths": dirty[:20],
-            "cpu": cpu_model(), "cores": cores, "host": platform.node(),
+            "cpu": cpu_model(), "llvm_cpu": _llvm_cpu(), "cores": cores,
+            "host": platform.node(),
             "platform": platform.platform(),
             "date": _now(), "versions": versions()}
 

@@ -27,7 +27,7 @@ def add_log_options(parser) -> None:
     parser.add_argument("--log", metavar="FILE", help="JSON-lines measurement log to reuse")
     parser.add_argument("--target", default="llvm", help="target the log figures are for")
     parser.add_argument("--device-key", default=None,
-                        help="device key in the log (default rpc:<key> or local:<host>)")
+                        help="device key in the log (default rpc:<key> or local:<host>:<cpu>)")
     parser.add_argument("--xgb-model", metavar="FILE", help="a saved XGBoost cost model")
     parser.add_argument("--engine", choices=("rprogram", "balanced", "sequential"),
                         default="rprogram",

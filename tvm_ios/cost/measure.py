@@ -206,8 +206,9 @@ class Measurer:
     settings : MeasureSettings, optional
         Warm-up, number, repeat, min-repeat-ms, timeouts, batch size.
     device_key : str, optional
-        Names the device in the log (default ``rpc:<key>`` or ``local:<hostname>``, plus
-        ``:cold`` when the settings flush the caches).
+        Names the device in the log (default ``rpc:<key>`` or ``local:<hostname>:<cpu>``,
+        the CPU as LLVM names it, so figures of another CPU are not read as this one's;
+        plus ``:cold`` when the settings flush the caches).
     """
 
     def __init__(self, target="llvm", rpc_tracker: str | None = None,
@@ -216,8 +217,8 @@ class Measurer:
         self.target = _tvm.make_target(target)
         self.settings = settings or MeasureSettings()
         self.rpc = parse_tracker(rpc_tracker, rpc_key) if rpc_tracker else None
-        self.device_key = device_key or (f"rpc:{rpc_key}" if self.rpc
-                                         else f"local:{socket.gethostname()}")
+        self.device_key = device_key or (f"rpc:{rpc_key}" if self.rpc else
+                                         f"local:{socket.gethostname()}:{_tvm.llvm_system_cpu()}")
         if self.settings.flush_bytes > 0 and device_key is None:
             self.device_key += ":cold"  # cold-cache figures are not warm ones
         self._builder = self._runner = None

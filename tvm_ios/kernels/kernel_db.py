@@ -11,9 +11,11 @@ append-only) and a ``target.json`` naming the target they were tuned for:
 
 :func:`host_target` is the target a tuned build uses here (``mcpu`` of this CPU, its core
 count); :func:`target_name` names a directory after it (``llvm-znver4-2c``). A database
-tuned for another target is not applied: :func:`open_kernels` warns, naming both, and the
-build stays untuned. A line that is not valid JSON is skipped with its file and line named. What is committed
-are gzip copies of the JSON files (:meth:`KernelDB.pack`), unpacked on first use.
+tuned for another target is applied only if this CPU runs its code (:mod:`~.cpu_compat`;
+builds then target the database's CPU): :func:`open_kernels` warns, naming both, and
+otherwise the build stays untuned. A line that is not valid JSON is skipped with its file
+and line named. What is committed are gzip copies of the JSON files (:meth:`KernelDB.pack`),
+unpacked on first use.
 """
 from __future__ import annotations
 
@@ -27,9 +29,10 @@ import tempfile
 from pathlib import Path
 
 from .. import _tvm
+from .cpu_compat import incompatibility
 
 __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_name",
-           "open_kernels", "default_kernels_dir", "MATCH_KEYS", "STAGE_LOG"]
+           "open_kernels", "runs_here", "default_kernels_dir", "MATCH_KEYS", "STAGE_LOG"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +41,7 @@ VARIANTS = ("parallel", "serial")
 #: The stage log kept beside a database: stages measured with its kernels (``tvm-ios tune``).
 STAGE_LOG = "stages.jsonl"
 #: Target attributes that must agree for a database to be applied.
-MATCH_KEYS = ("kind", "mcpu", "mattr", "num-cores")
+MATCH_KEYS = ("kind", "mtriple", "mcpu", "mattr", "num-cores")
 
 
 class KernelDBError(ValueError):
@@ -148,7 +151,7 @@ class KernelDB:
         (self.path / "target.json").write_text(json.dumps(self.meta, indent=1) + "\n")
 
     def matches(self, target) -> bool:
-        """Whether the database was tuned for ``target`` (kind, mcpu, mattr, num-cores)."""
+        """Whether the database was tuned for ``target`` (kind, mtriple, mcpu, mattr, num-cores)."""
         return _identity(self.target) == _identity(target)
 
     def target_for(self, variant: str):
@@ -254,12 +257,21 @@ class KernelDB:
         self._tmp.clear()
 
 
+def runs_here(path, target=None) -> bool:
+    """Whether the database at ``path`` fits ``target`` (default :func:`host_target`) or was
+    tuned for a CPU whose code it runs."""
+    db = KernelDB(path)
+    return incompatibility(db.target, _tvm.make_target(target or host_target())) is None
+
+
 def open_kernels(path, target=None, quiet_missing: bool = False) -> KernelDB | None:
     """The kernel database at ``path`` if it fits ``target`` (default :func:`host_target`).
 
-    Returns None, with a warning naming both targets, when it was tuned for another target
-    (the build then stays untuned), and None when ``path`` does not exist and
-    ``quiet_missing`` is set (an automatic look-up found nothing).
+    A database tuned for another CPU whose code this one runs (:mod:`~.cpu_compat`) is
+    returned with a warning naming both; builds then target the database's CPU. Returns
+    None, with a warning naming both targets and what differs, when it was tuned for a
+    target whose code cannot run here (the build then stays untuned), and None when
+    ``path`` does not exist and ``quiet_missing`` is set (an automatic look-up found nothing).
     """
     if path is None:
         return None
@@ -268,9 +280,15 @@ def open_kernels(path, target=None, quiet_missing: bool = False) -> KernelDB | N
         return None
     db = KernelDB(path)
     here = _tvm.make_target(target or host_target())
-    if not db.matches(here):
-        logger.warning("kernel database %s was tuned for target %s, this build is for %s: "
-                       "building untuned", path, json.dumps(_identity(db.target)),
-                       json.dumps(_identity(here)))
-        return None
-    return db
+    if db.matches(here):
+        return db
+    tuned, this = json.dumps(_identity(db.target)), json.dumps(_identity(here))
+    why = incompatibility(db.target, here)
+    if why is None:
+        logger.warning("kernel database %s was tuned for target %s, this build is for %s, "
+                       "which runs its code: applying it, built for %s (`tvm-ios "
+                       "tune-kernels` ranks kernels on this CPU)", path, tuned, this, db.name)
+        return db
+    logger.warning("kernel database %s was tuned for target %s, this build is for %s (%s): "
+                   "building untuned", path, tuned, this, why)
+    return None
