@@ -26,7 +26,7 @@ __all__ = ["incompatibility", "TUNING_HINTS"]
 TUNING_HINTS = ("false-deps-", "fast-", "faster-", "slow-", "no-bypass-delay", "prefer-",
                 "tuning-", "idivl-", "idivq-", "lea-", "pad-short-", "avoid-", "allow-light-",
                 "use-glm-", "use-slm-", "sbb-dep-", "branch-hint", "macrofusion",
-                "branchfusion", "ermsb", "fsrm", "fast_")
+                "branchfusion", "ermsb", "fsrm")
 
 
 def _isa(features) -> set:

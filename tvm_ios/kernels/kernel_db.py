@@ -40,7 +40,8 @@ FILES = ("database_workload.json", "database_tuning_record.json")
 VARIANTS = ("parallel", "serial")
 #: The stage log kept beside a database: stages measured with its kernels (``tvm-ios tune``).
 STAGE_LOG = "stages.jsonl"
-#: Target attributes that must agree for a database to be applied.
+#: Target attributes that must agree for a database to count as tuned for a target (where
+#: they do not, :func:`~.cpu_compat.incompatibility` decides whether it is applied).
 MATCH_KEYS = ("kind", "mtriple", "mcpu", "mattr", "num-cores")
 
 
