@@ -66,14 +66,11 @@ def test_build_rprogram_with_kernels_for_another_cpu_builds_untuned(tmp_path, ca
 def test_build_rprogram_with_committed_kernels_runs(tmp_path, capsys):
     """--kernels with the committed SqueezeNet database this CPU runs (its own, or one of an
     older CPU of its line): a tuned artifact, built for the database's CPU, that runs."""
-    from tvm_ios.kernels.kernel_db import KernelDB, default_kernels_dir, runs_here
+    from tvm_ios.kernels.kernel_db import KernelDB, find_kernels, runs_here
 
-    here = default_kernels_dir("squeezenet", 64)
-    found = [p.parent for p in sorted(here.parents[1].glob(f"*/{here.name}/target.json"))
-             if runs_here(p.parent)]
-    if not found:
-        pytest.skip(f"no committed kernel database this CPU runs ({here})")
-    db = here if here in found else found[0]
+    db = find_kernels("squeezenet", 64)
+    if db is None or not runs_here(db):
+        pytest.skip("no committed SqueezeNet (64 px) kernel database this CPU runs")
     out = tmp_path / "tuned"
     assert main(["build", "--model", "squeezenet", "--image-size", "64", "--target", "llvm",
                  "--engine", "rprogram", "--kernels", str(db), "-o", str(out)]) == 0

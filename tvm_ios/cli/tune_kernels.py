@@ -67,20 +67,14 @@ def add_kernels_option(parser, default=None) -> None:
 def kernels_of(args, name: str | None = None):
     """The :class:`~tvm_ios.kernels.kernel_db.KernelDB` of ``--kernels`` for this machine,
     or None (untuned: none asked, none found, or tuned for another target, with a warning)."""
-    from ..kernels.kernel_db import default_kernels_dir, open_kernels, runs_here  # noqa
+    from ..kernels.kernel_db import find_kernels, open_kernels  # noqa: PLC0415
 
     spec = getattr(args, "kernels", None)
     if spec in (None, "none"):
         return None
     if spec == "auto":
-        path = default_kernels_dir(name or args.model, args.image_size)
-        if not path.is_dir():  # tuned on other CPUs only: one whose code runs here, if any
-            others = [p.parent for p in
-                      sorted(path.parents[1].glob(f"*/{path.name}/target.json"))]
-            if not others:
-                return None
-            path = next((p for p in others if runs_here(p)), others[0])
-        return open_kernels(path)
+        path = find_kernels(name or args.model, args.image_size)
+        return open_kernels(path) if path is not None else None
     return open_kernels(spec)
 
 

@@ -32,7 +32,7 @@ from .. import _tvm
 from .cpu_compat import incompatibility
 
 __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_name",
-           "open_kernels", "runs_here", "default_kernels_dir", "MATCH_KEYS", "STAGE_LOG"]
+           "open_kernels", "runs_here", "find_kernels", "default_kernels_dir", "MATCH_KEYS", "STAGE_LOG"]
 
 logger = logging.getLogger(__name__)
 
@@ -256,6 +256,17 @@ class KernelDB:
         for tmp in self._tmp:
             shutil.rmtree(tmp, ignore_errors=True)
         self._tmp.clear()
+
+
+def find_kernels(model: str, image_size: int | None, target=None) -> Path | None:
+    """The committed database of a model and size for ``target`` (default
+    :func:`host_target`): its own directory, else one tuned on a CPU whose code it runs,
+    else any other (:func:`open_kernels` then warns, naming both); None when there is none."""
+    path = default_kernels_dir(model, image_size, target)
+    if path.is_dir():
+        return path
+    others = [p.parent for p in sorted(path.parents[1].glob(f"*/{path.name}/target.json"))]
+    return next((p for p in others if runs_here(p, target)), others[0] if others else None)
 
 
 def runs_here(path, target=None) -> bool:
