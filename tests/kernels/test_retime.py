@@ -38,3 +38,18 @@ def test_the_best_candidates_are_timed_again_and_appended(tuned):
     entry = open_kernels(tuned.path).meta["tuning"][-1]
     assert entry["retimed_top_k"] == 2 and entry["timed"] == report.timed
 
+
+
+def test_another_databases_best_candidates_seed_a_new_one(tuned, tmp_path):
+    """``--retime K --from DIR``: the K best records there, built for this database's target
+    and timed here, are the new database's records (the source is left as it was)."""
+    source_records = tuned.num_records("parallel")
+    fresh = KernelDB(tmp_path / "here", host_target(), create=True)
+    report = retime_kernels(fresh, "parallel", top_k=2, source=tuned, min_repeat_ms=1)
+    assert report.failed == 0 and report.timed > 0
+    assert fresh.num_records("parallel") == report.timed
+    assert tuned.num_records("parallel") == source_records
+    db = open_kernels(fresh.path).database("parallel")
+    assert {str(r.target) for r in db.get_all_tuning_records()} == {str(fresh.target)}
+    entry = open_kernels(fresh.path).meta["tuning"][-1]
+    assert entry["from"] == tuned.name and entry["cache"] == "cold"

@@ -172,3 +172,14 @@ def test_a_kernel_the_parallel_variant_lacks_gets_the_serial_record(model, tmp_p
     ref = run(tvm.compile(apply_kernels(model, None, kernels.target), kernels.target), x)
     out = run(tvm.compile(tuned_mod, kernels.target), x)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_candidates_are_timed_cold_unless_asked_warm(tuned):
+    """A model's kernels read weights the caches no longer hold: candidates are timed one
+    call at a time, every argument but the input flushed first (the tuning record says so)."""
+    cold = tuning.evaluator_config({})
+    assert cold.enable_cpu_cache_flush and cold.number == 1 and cold.repeat > 1
+    warm = tuning.evaluator_config({"cold": False})
+    assert not warm.enable_cpu_cache_flush and warm.number > 1
+    kernels, _ = tuned
+    assert {e["cache"] for e in kernels.meta["tuning"]} == {"cold"}

@@ -2,6 +2,7 @@
 
     tvm-ios tune-kernels --model inception_v3 --image-size 75 --trials 600
     tvm-ios tune-kernels --model squeezenet --db DIR --rpc-tracker 127.0.0.1:9190 --rpc-key k
+    tvm-ios tune-kernels --model inception_v3 --image-size 75 --retime 8 --from OTHER_CPU_DB
 
 The database (TVM's JSON format, append-only; a rerun resumes up to ``--trials`` per
 variant) defaults to ``benchmarks/kernels/<target name>/<model>-<size>/`` of the checkout,
@@ -53,6 +54,14 @@ def add_parser(subparsers) -> None:
                         help="no search: time the K best records of each kernel again with "
                              "today's runner (parallel kernels on the target's cores) and "
                              "append them (databases tuned before that was so)")
+    parser.add_argument("--from", dest="source", metavar="DIR", default=None,
+                        help="with --retime: take the candidates from this database (another "
+                             "CPU's, say), build them for --target and time them here: a "
+                             "database of this CPU seeded with them, to tune on from")
+    parser.add_argument("--warm", action="store_true",
+                        help="time candidates with their weights in the caches, many calls "
+                             "in a row (default: cold, the caches flushed before each call, "
+                             "as a model's kernels run)")
     parser.set_defaults(handler=run)
 
 
@@ -134,13 +143,17 @@ def run(args) -> int:
     if not kernels.matches(target):
         raise ValueError(f"{path} holds kernels for {kernels.name}, not {target}: pick "
                          "another --db")
+    if args.source and not args.retime:
+        print("tvm-ios tune-kernels: error: --from DIR goes with --retime K (the K best "
+              "records of each kernel there are timed here)", file=sys.stderr)
+        return 2
     try:
         if args.retime:
             return _retime(args, kernels, rpc, name)
         reports = tune_kernels(_tvm.bind_params(mod, params), kernels, args.variants,
                                args.trials, rpc, _Bar(), seed=args.seed,
                                anchors_only=not args.all_ops, cover=args.cover,
-                               timeout_s=args.timeout)
+                               timeout_s=args.timeout, cold=not args.warm)
     except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
@@ -155,22 +168,25 @@ def run(args) -> int:
 
 def _retime(args, kernels, rpc, name) -> int:
     """``--retime K``: the K best records of every workload timed again, per variant."""
+    from ..kernels.kernel_db import KernelDB  # noqa: PLC0415
     from ..kernels.retime import retime_kernels  # noqa: PLC0415
 
+    source = KernelDB(args.source) if args.source else None
+    origin = source or kernels
     reports = []
     for variant in args.variants:
-        if not kernels.has(variant):
-            print(f"tvm-ios tune-kernels: {kernels.path} has no {variant} kernels to retime",
+        if not origin.has(variant):
+            print(f"tvm-ios tune-kernels: {origin.path} has no {variant} kernels to retime",
                   file=sys.stderr)
             continue
-        report = retime_kernels(kernels, variant, args.retime, rpc, _Bar(),
-                                timeout_s=args.timeout)
+        report = retime_kernels(kernels, variant, args.retime, rpc, _Bar(), source=source,
+                                timeout_s=args.timeout, cold=not args.warm)
         reports.append(report)
         print(f"{name} {variant}: {report.timed} candidates of {report.workloads} kernels "
               f"timed again, {report.changed} now best another, {report.failed} failed, "
               f"{report.wall_s:.0f}s")
     if not reports:
-        print(f"tvm-ios tune-kernels: error: nothing to retime in {kernels.path}: tune it "
+        print(f"tvm-ios tune-kernels: error: nothing to retime in {origin.path}: tune it "
               "first (without --retime)", file=sys.stderr)
         return 2
     kernels.pack()

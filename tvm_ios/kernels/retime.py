@@ -17,7 +17,7 @@ from typing import Callable
 
 from .. import _tvm
 from .kernel_db import KernelDB
-from .tuning import InProcessBuilder, _cores, _runner
+from .tuning import InProcessBuilder, _cores, _runner, cache_state
 
 __all__ = ["RetimeReport", "retime_kernels"]
 
@@ -69,8 +69,13 @@ def _time(records, target, builder, runner):
 
 def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
                    rpc: tuple | None = None, progress: Callable | None = None,
-                   **settings) -> RetimeReport:
+                   source: KernelDB | None = None, **settings) -> RetimeReport:
     """Time the ``top_k`` best records of each workload of ``variant`` again.
+
+    With ``source`` (another CPU's database, say) its best records are built for
+    ``kernels``' target, timed here and appended to ``kernels``: a database of this CPU,
+    every time in it measured here, seeded with the candidates that won there; a search
+    (:func:`~.tuning.tune_kernels`) goes on from them.
 
     Parameters
     ----------
@@ -81,6 +86,8 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
         one thread, as :func:`~.tuning.tune_kernels` times them).
     top_k : int
         Candidates per workload.
+    source : KernelDB, optional
+        Take the candidates from this database (its ``variant`` kernels), not ``kernels``.
     rpc : (host, port, key), optional
         Time on RPC servers of a tracker instead of here.
     progress : callable, optional
@@ -88,21 +95,23 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
     """
     target = kernels.target_for(variant)
     db = kernels.database(variant, writable=True)
+    origin = source.database(variant) if source is not None else db
     runner = _runner(rpc, settings, _cores(kernels) if variant == "parallel" else 1)
-    builder, workloads = InProcessBuilder(), _workloads(db)
+    builder, workloads = InProcessBuilder(), _workloads(origin)
     start, timed, failed, changed = time.perf_counter(), 0, 0, 0
     for done, workload in enumerate(workloads, 1):
-        records = list(db.get_top_k(workload, top_k))
+        records = list(origin.get_top_k(workload, top_k))
         if records:
+            here = db.commit_workload(workload.mod) if source is not None else workload
             best = records[0].trace
             for record, secs in zip(records, _time(records, target, builder, runner)):
                 if secs is None:
                     failed += 1
                     continue
                 db.commit_tuning_record(ms.database.TuningRecord(
-                    record.trace, workload, secs, target, record.args_info))
+                    record.trace, here, secs, target, record.args_info))
                 timed += 1
-            new_best = db.get_top_k(workload, 1)
+            new_best = db.get_top_k(here, 1)
             changed += bool(new_best) and str(new_best[0].trace) != str(best)
         if progress is not None:
             progress(variant, done, len(workloads))
@@ -110,6 +119,8 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
     report = RetimeReport(variant, len(workloads), timed, failed, changed, wall)
     kernels.meta.setdefault("tuning", []).append(
         {"variant": variant, "retimed_top_k": top_k, "workloads": len(workloads),
+         **({"from": source.name} if source is not None else {}),
+         "cache": cache_state(settings),
          "timed": timed, "failed": failed, "changed": changed, "records":
          kernels.num_records(variant), "wall_s": round(wall, 1), "rpc": bool(rpc),
          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})

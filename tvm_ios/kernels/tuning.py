@@ -42,7 +42,7 @@ from .tuned_build import fuse_for_tuning
 from .tvm_kernels import UnsupportedKernel, lower_bindings
 
 __all__ = ["InProcessBuilder", "TuneProgress", "kernel_tasks", "untuned_tasks", "tune_kernels",
-           "TuneReport"]
+           "TuneReport", "evaluator_config", "cache_state"]
 
 logger = logging.getLogger(__name__)
 ms = _tvm.ms
@@ -162,14 +162,28 @@ class TuneReport:
     wall_s: float
 
 
+def evaluator_config(settings):
+    """How a candidate is timed: cold by default (``settings["cold"]``), each of
+    ``cold_repeat`` calls after every argument but the input was flushed from the caches, as
+    a kernel runs in a model whose weights (95 MB in Inception V3) do not fit the caches:
+    there the summed cold times of its kernels were 4.68 ms for a model taking 4.77 ms,
+    their warm times 3.34 ms, and warm timing ranks a kernel that re-reads its weights from
+    the cache first. Warm: ``number`` calls in a row, at least ``min_repeat_ms``."""
+    if settings.get("cold", True):
+        return ms.runner.EvaluatorConfig(number=1, repeat=settings.get("cold_repeat", 9),
+                                         min_repeat_ms=0, enable_cpu_cache_flush=True)
+    return ms.runner.EvaluatorConfig(number=settings.get("number", 3), repeat=1,
+                                     min_repeat_ms=settings.get("min_repeat_ms", 20),
+                                     enable_cpu_cache_flush=False)
+
+
 def _runner(rpc, settings, cores: int = 1):
-    """meta_schedule's runner, local or RPC; a local one times kernels with ``cores``
-    threads (the parallel variant's target), not TVM's default of half the cores: the
-    databases tuned before that had their parallel kernels chosen by one-thread timings
-    (an Inception V3 1x1 convolution: 76 us recorded, 35 us with both threads)."""
-    config = ms.runner.EvaluatorConfig(number=settings.get("number", 3), repeat=1,
-                                       min_repeat_ms=settings.get("min_repeat_ms", 20),
-                                       enable_cpu_cache_flush=False)
+    """meta_schedule's runner, local or RPC, timing as :func:`evaluator_config` says; a
+    local one times kernels with ``cores`` threads (the parallel variant's target), not
+    TVM's default of half the cores: the databases tuned before that had their parallel
+    kernels chosen by one-thread timings (an Inception V3 1x1 convolution: 76 us recorded,
+    35 us with both threads)."""
+    config = evaluator_config(settings)
     if rpc is None:
         _tvm.worker_threads(cores)
         return ms.runner.LocalRunner(timeout_sec=settings.get("timeout_s", 30),
@@ -228,9 +242,15 @@ def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial"), trials
         kernels.meta.setdefault("tuning", []).append(
             {"variant": variant, "tasks": len(tasks), "trials": after - before,
              "records": after, "wall_s": round(wall, 1), "rpc": bool(rpc),
+             "cache": cache_state(settings),
              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         kernels.save_meta()
     return reports
+
+
+def cache_state(settings) -> str:
+    """``"cold"`` or ``"warm"``: how :func:`evaluator_config` times candidates."""
+    return "cold" if settings.get("cold", True) else "warm"
 
 
 def _cores(kernels: KernelDB) -> int:
