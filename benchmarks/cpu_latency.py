@@ -7,8 +7,9 @@ tvm-ios rProgram (tuned). Every column's output is checked against TVM's default
 (``max_abs_diff``) before it is timed; a column that differs by more than ``--tolerance``
 is reported, not timed. Columns are timed round-robin, ``--rounds`` rounds of ``--repeat``
 calls each (the machine may be noisy), and each column's median over all calls is kept.
-With ``--profile`` the rProgram build's kernels and PyTorch eager's ops are profiled (top
-entries) to explain where a column loses.
+With ``--profile`` the tuned TVM builds' kernels (each timed cold, as in the model), PyTorch
+eager's ops and ONNX Runtime's nodes are profiled (top entries) to explain where a column
+loses.
 
     PYTHONPATH=. python benchmarks/cpu_latency.py --models inception_v3 --image-size 75 \\
         --threads 2 --kernels benchmarks/kernels --json benchmarks/results/cpu_latency.json
@@ -89,6 +90,7 @@ def _runners(name, args, net, params, mod, kernels, x, info) -> dict:
         onnx_model = cb.export_onnx(net, params, x)
     except Exception as err:  # noqa: BLE001  (torch missing or export failed: say which)
         onnx_model, info["onnx_error"] = None, f"{type(err).__name__}: {err}"
+    info["_onnx_model"] = onnx_model  # for its profile; not plain data
     for t in threads:
         runners.setdefault("PyTorch eager", {})[t] = lambda t=t: cb.torch_runner(net, params, t)
         if not args.skip_compile:
@@ -172,8 +174,10 @@ def _time_columns(runners, t, x, reference, args) -> dict:
 
 
 def _profiles(runners, info, t, x) -> dict:
-    """Top kernels of the tuned TVM builds and top ops of PyTorch eager, at ``t`` threads."""
-    from tvm_ios.bench.cpu_profile import kernel_profile, torch_profile  # noqa: PLC0415
+    """Top kernels of the tuned TVM builds, top ops of PyTorch eager and top nodes of ONNX
+    Runtime (sequential), at ``t`` threads."""
+    from tvm_ios.bench.cpu_profile import (  # noqa: PLC0415
+        kernel_profile, onnx_profile, torch_profile)
 
     builds = {"TVM tuned sequential": info["TVM tuned sequential"],
               "tvm-ios rProgram (tuned)": info["tvm-ios rProgram (tuned)"][t]}
@@ -187,6 +191,11 @@ def _profiles(runners, info, t, x) -> dict:
         out["PyTorch eager"] = torch_profile(runners["PyTorch eager"][t](), x)
     except Exception as err:  # noqa: BLE001
         out["PyTorch eager"] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
+    if info.get("_onnx_model") is not None:
+        try:
+            out["ONNX Runtime sequential"] = onnx_profile(info["_onnx_model"], t, x)
+        except Exception as err:  # noqa: BLE001
+            out["ONNX Runtime sequential"] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
     return out
 
 

@@ -175,7 +175,8 @@ def _profiles(results: dict, top: int = 6) -> list[str]:
             total = sum(x.get("total_us", 0) for x in rows)
             lines += [f"#### {name}: {col}, top {top} of {len(rows)} listed "
                       f"({total / 1e3:.2f} ms in those)", "",
-                      "| kernel / op | calls | us per call | total us |", "| --- | --- | --- | --- |"]
+                      f"| kernel / op | calls | us per call{' (cold)' if rows[0].get('cold') else ''}"
+                      " | total us |", "| --- | --- | --- | --- |"]
             lines += [f"| {x.get('kernel', x.get('op'))}{' (rProgram)' if x.get('rprogram') else ''}"
                       f" | {x.get('calls', '')} | {x.get('us', '')} | {x.get('total_us', '')} |"
                       for x in rows[:top]]
