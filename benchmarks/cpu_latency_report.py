@@ -173,10 +173,15 @@ def _profiles(results: dict, top: int = 6) -> list[str]:
             if not isinstance(rows, list) or not rows:
                 continue
             total = sum(x.get("total_us", 0) for x in rows)
+            warmup = col.startswith("ONNX") and "runs" not in rows[0]
             lines += [f"#### {name}: {col}, top {top} of {len(rows)} listed "
-                      f"({total / 1e3:.2f} ms in those)", "",
-                      f"| kernel / op | calls | us per call{' (cold)' if rows[0].get('cold') else ''}"
-                      " | total us |", "| --- | --- | --- | --- |"]
+                      f"({total / 1e3:.2f} ms in those)", ""]
+            lines += ["Averaged over its runs with the warm-up run in (this file was written "
+                      "before the warm-up was left out): a node's one-time costs of the first "
+                      "run are in its figure.", ""] if warmup else []
+            cold = " (cold)" if rows[0].get("cold") else ""
+            lines += [f"| kernel / op | calls | us per call{cold} | total us |",
+                      "| --- | --- | --- | --- |"]
             lines += [f"| {x.get('kernel', x.get('op'))}{' (rProgram)' if x.get('rprogram') else ''}"
                       f" | {x.get('calls', '')} | {x.get('us', '')} | {x.get('total_us', '')} |"
                       for x in rows[:top]]

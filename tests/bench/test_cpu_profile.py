@@ -4,7 +4,7 @@ import pytest
 from tvm import relax
 
 from tvm_ios.bench.cpu_builds import build_tuned
-from tvm_ios.bench.cpu_profile import kernel_profile, onnx_profile
+from tvm_ios.bench.cpu_profile import _node_rows, kernel_profile, onnx_profile
 from tvm_ios.testing import dag_model
 
 
@@ -45,4 +45,17 @@ def test_onnx_runtime_nodes_are_profiled_per_run():
     rows = onnx_profile(onnx.ModelProto.SerializeToString(model), 1,
                         np.ones((1, 64), "float32"), runs=3)
     assert {r["op"] for r in rows} == {"first (Relu)", "second (Sigmoid)"}
-    assert all(r["calls"] == 1 and r["total_us"] >= 0 for r in rows)
+    assert all(r["calls"] == 1 and r["total_us"] >= 0 and r["runs"] == 3 for r in rows)
+
+
+def test_the_warm_up_run_is_left_out_of_the_onnx_runtime_profile():
+    """Two runs of one node: 900 us (the warm-up, packing weights) then 10 us."""
+    def run(ts, dur):
+        return {"cat": "Session", "name": "model_run", "ts": ts, "dur": dur}
+
+    def node(ts, dur):
+        return {"cat": "Node", "name": "conv_kernel_time", "ts": ts, "dur": dur,
+                "args": {"op_name": "Conv"}}
+    events = [run(0, 1000), node(10, 900), run(2000, 100), node(2010, 10)]
+    assert _node_rows(events, 1, 15) == [{"op": "conv (Conv)", "calls": 1, "total_us": 10.0,
+                                          "runs": 1}]

@@ -99,8 +99,9 @@ def torch_profile(run, x, top: int = 15) -> list:
 
 
 def onnx_profile(model: bytes, threads: int, x, top: int = 15, runs: int = 5) -> list:
-    """``[{"op", "calls", "total_us"}]`` of ONNX Runtime's nodes, sequential mode, per run:
-    the kernel time its profiler records for each node, averaged over ``runs`` runs."""
+    """``[{"op", "calls", "total_us", "runs"}]`` of ONNX Runtime's nodes, sequential mode,
+    per run: the kernel time its profiler records for each node in ``runs`` runs after a
+    warm-up run (whose one-time costs, weight packing among them, are left out)."""
     import json  # noqa: PLC0415
     import os  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
@@ -113,19 +114,28 @@ def onnx_profile(model: bytes, threads: int, x, top: int = 15, runs: int = 5) ->
     options.profile_file_prefix = os.path.join(tempfile.mkdtemp(prefix="tvm_ios_ort_"), "ort")
     session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     feed = {session.get_inputs()[0].name: x}
-    session.run(None, feed)  # a warm-up, as the timed column has
-    for _ in range(runs):
+    for _ in range(runs + 1):
         session.run(None, feed)
     with open(session.end_profiling()) as handle:
         events = json.load(handle)
+    return _node_rows(events, runs, top)
+
+
+def _node_rows(events: list, runs: int, top: int) -> list:
+    """Per-node kernel times of the last ``runs`` ``model_run`` spans of a profile."""
+    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                   if e.get("cat") == "Session" and e.get("name") == "model_run")[-runs:]
     totals: dict = {}
     for e in events:
-        if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
-            key = f"{e['name'][:-len('_kernel_time')]} ({e.get('args', {}).get('op_name', '')})"
-            calls, us = totals.get(key, (0, 0.0))
-            totals[key] = (calls + 1, us + float(e.get("dur", 0)))
-    # the warm-up run is in the profile too: per run is over runs + 1
-    rows = [{"op": k, "calls": round(c / (runs + 1)), "total_us": round(us / (runs + 1), 1)}
+        if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time"):
+            continue
+        if not any(a <= e["ts"] <= b for a, b in spans):
+            continue
+        key = f"{e['name'][:-len('_kernel_time')]} ({e.get('args', {}).get('op_name', '')})"
+        calls, us = totals.get(key, (0, 0.0))
+        totals[key] = (calls + 1, us + float(e.get("dur", 0)))
+    n = max(1, len(spans))
+    rows = [{"op": k, "calls": round(c / n), "total_us": round(us / n, 1), "runs": n}
             for k, (c, us) in totals.items()]
     rows.sort(key=lambda r: -r["total_us"])
     return rows[:top] + ([{"op": f"({len(rows) - top} more)", "total_us": round(
