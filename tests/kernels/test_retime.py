@@ -39,7 +39,6 @@ def test_the_best_candidates_are_timed_again_and_appended(tuned):
     assert entry["retimed_top_k"] == 2 and entry["timed"] == report.timed
 
 
-
 def test_another_databases_best_candidates_seed_a_new_one(tuned, tmp_path):
     """``--retime K --from DIR``: the K best records there, built for this database's target
     and timed here, are the new database's records (the source is left as it was)."""

@@ -5,9 +5,10 @@ compiled library on its own (``time_evaluator`` on random arguments of its buffe
 and multiplies by the number of calls ``main`` makes: rProgram kernels (a whole concurrent
 stage) and single-op kernels, largest total first. Each call is timed cold, every argument
 but the first flushed from the caches, as in the model, whose weights do not stay cached
-(Inception V3 at 75 px, tuned: 4.68 ms summed cold, 3.34 ms warm, 4.77 ms the model). :func:`torch_profile` reads
-``torch.profiler``'s per-op averages, :func:`onnx_profile` ONNX Runtime's own per-node
-profile (``SessionOptions.enable_profiling``), in the same session setup as the timed column.
+(Inception V3 at 75 px, tuned: 4.68 ms summed cold, 3.34 ms warm, 4.77 ms the model).
+:func:`torch_profile` reads ``torch.profiler``'s per-op averages, :func:`onnx_profile`
+ONNX Runtime's own per-node profile (``SessionOptions.enable_profiling``), in the same
+session setup as the timed column.
 """
 from __future__ import annotations
 
