@@ -26,8 +26,8 @@ import numpy as np
 
 from .. import _tvm
 
-__all__ = ["time_runner", "torch_runner", "onnx_runner", "tvm_runner", "to_numpy",
-           "export_onnx", "max_abs_diff"]
+__all__ = ["time_runner", "torch_runner", "onnx_session", "onnx_runner", "tvm_runner",
+           "to_numpy", "export_onnx", "max_abs_diff"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,15 +100,25 @@ def export_onnx(net, params: dict, x: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def onnx_runner(model: bytes, threads: int, parallel: bool = False):
-    """ONNX Runtime CPU session (``ORT_SEQUENTIAL`` or ``ORT_PARALLEL`` execution mode)."""
+def onnx_session(model: bytes, threads: int, parallel: bool = False,
+                 profile_prefix: str | None = None):
+    """ONNX Runtime CPU session (``ORT_SEQUENTIAL`` or ``ORT_PARALLEL`` execution mode) on
+    ``threads`` threads; with ``profile_prefix``, its profiler on, writing there."""
     ort = _need("onnxruntime")
     options = ort.SessionOptions()
     options.intra_op_num_threads = int(threads)
     options.inter_op_num_threads = int(threads)
     options.execution_mode = ort.ExecutionMode.ORT_PARALLEL if parallel \
         else ort.ExecutionMode.ORT_SEQUENTIAL
-    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    if profile_prefix:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def onnx_runner(model: bytes, threads: int, parallel: bool = False):
+    """A run function of :func:`onnx_session`."""
+    session = onnx_session(model, threads, parallel)
     name = session.get_inputs()[0].name
     return lambda x: session.run(None, {name: x})
 

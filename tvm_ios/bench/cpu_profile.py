@@ -107,13 +107,10 @@ def onnx_profile(model: bytes, threads: int, x, top: int = 15, runs: int = 5) ->
     import os  # noqa: PLC0415
     import tempfile  # noqa: PLC0415
 
-    import onnxruntime as ort  # noqa: PLC0415
+    from .cpu_baselines import onnx_session  # noqa: PLC0415
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = options.inter_op_num_threads = int(threads)
-    options.enable_profiling = True
-    options.profile_file_prefix = os.path.join(tempfile.mkdtemp(prefix="tvm_ios_ort_"), "ort")
-    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    session = onnx_session(model, threads, profile_prefix=os.path.join(
+        tempfile.mkdtemp(prefix="tvm_ios_ort_"), "ort"))
     feed = {session.get_inputs()[0].name: x}
     for _ in range(runs + 1):
         session.run(None, feed)
