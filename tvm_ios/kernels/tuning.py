@@ -169,7 +169,7 @@ def evaluator_config(settings):
     there the summed cold times of its kernels were 4.68 ms for a model taking 4.77 ms,
     their warm times 3.34 ms, and warm timing ranks a kernel that re-reads its weights from
     the cache first. Warm: ``number`` calls in a row, at least ``min_repeat_ms``."""
-    if settings.get("cold", True):
+    if cache_state(settings) == "cold":
         return ms.runner.EvaluatorConfig(number=1, repeat=settings.get("cold_repeat", 9),
                                          min_repeat_ms=0, enable_cpu_cache_flush=True)
     return ms.runner.EvaluatorConfig(number=settings.get("number", 3), repeat=1,
