@@ -291,3 +291,13 @@ def worker_threads(num_threads: int) -> int:
         logger.warning("TVM_NUM_THREADS=%s: workers run %s threads, not %d", chosen, chosen,
                        num_threads)
     return int(chosen)
+
+
+def remove_layout_rewrite_block(mod: IRModule) -> IRModule:
+    """``mod`` with meta_schedule's weight layout rewrite block taken out and the weight
+    parameter given the rewritten layout (what a tuned candidate with the ``RewriteLayout``
+    post-processor is built as; the rewrite itself runs once, at compile time). A module
+    without such a block is returned as it is."""
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock  # noqa: PLC0415
+
+    return RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)

@@ -7,6 +7,7 @@ import tvm
 from tvm.script import ir as I
 from tvm.script import tirx as T
 
+from tvm_ios import _tvm
 from tvm_ios.kernels.kernel_db import (KernelDB, KernelDBError, host_target, open_kernels,
                                        runs_here, serial_target, target_name)
 
@@ -23,13 +24,16 @@ class AddOne:
                 b[vi] = a[vi] + T.float32(1)
 
 
-def _db_with_one_record(path, target):
+def _db_with_one_record(path, target, variant="parallel", secs=1e-6):
     kernels = KernelDB(path, target, create=True)
-    db = kernels.database("parallel", writable=True)
-    workload = db.commit_workload(AddOne)
-    trace = tvm.s_tir.Schedule(AddOne).trace
-    db.commit_tuning_record(ms.database.TuningRecord(trace, workload, [1e-6],
-                                                     kernels.target_for("parallel")))
+    db = kernels.database(variant, writable=True)
+    workload = db.commit_workload(_tvm.ms_workload(AddOne["main"]))  # as the tuner keys it
+    sch = tvm.s_tir.Schedule(AddOne)
+    sch.get_sblock("b")  # (a record with an empty trace is never returned)
+    trace = sch.trace
+    db.commit_tuning_record(ms.database.TuningRecord(
+        trace, workload, [secs], kernels.target_for(variant),
+        ms.arg_info.ArgInfo.from_prim_func(AddOne["main"])))
     kernels.close()
     return KernelDB(path)
 
@@ -102,3 +106,16 @@ def test_packed_database_is_what_a_checkout_carries(tmp_path):
     fresh = KernelDB(tmp_path)
     assert fresh.num_records("parallel") == 1
     assert len(fresh.database("parallel").get_all_tuning_records()) == 1
+
+
+def test_best_time_of_a_kernel_and_the_digest_stages_are_logged_under(tmp_path):
+    import hashlib
+
+    kernels = _db_with_one_record(tmp_path, host_target(2))
+    assert kernels.best_us("parallel", AddOne["main"]) == pytest.approx(1.0)
+    assert kernels.best_us("packed", AddOne["main"]) is None
+    before = kernels.fingerprint  # (databases without packed kernels keep their digest)
+    assert before == hashlib.sha1(f"{kernels.name}:1:0".encode()).hexdigest()[:10]
+    with_packed = _db_with_one_record(tmp_path, host_target(2), "packed", 5e-7)
+    assert with_packed.best_us("packed", AddOne["main"]) == pytest.approx(0.5)
+    assert with_packed.fingerprint != before  # stages measured before are measured again

@@ -61,7 +61,7 @@ def test_tasks_are_the_kernels_the_builds_call(model, tuned):
 
 def test_tuning_writes_records_and_resumes(model, tuned):
     kernels, reports = tuned
-    assert [r.variant for r in reports] == ["parallel", "serial"]
+    assert [r.variant for r in reports] == ["parallel", "serial", "packed"]
     assert all(r.records >= 4 for r in reports)
     again = tune_kernels(model, kernels, trials=4)
     assert all(r.trials == 0 for r in again)  # enough records: nothing measured again

@@ -24,7 +24,8 @@ TUNE_MODULES = ("xgboost", "psutil", "cloudpickle")
 def add_parser(subparsers) -> None:
     """Register ``tune-kernels``."""
     parser = subparsers.add_parser(
-        "tune-kernels", help="tune the model's kernels (sequential and vEU variants) with "
+        "tune-kernels", help="tune the model's kernels (sequential, vEU and packed-weight "
+                             "variants) with "
                              "TVM's meta_schedule into a kernel database")
     add_model_options(parser)
     parser.add_argument("--target", default=None,
@@ -36,10 +37,12 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--trials", type=int, default=500,
                         help="measured candidates per variant in total, records already in "
                              "the database included (default 500)")
-    parser.add_argument("--variants", nargs="+", choices=("parallel", "serial"),
-                        default=["parallel", "serial"],
+    parser.add_argument("--variants", nargs="+", choices=("parallel", "serial", "packed"),
+                        default=["parallel", "serial", "packed"],
                         help="parallel: the sequential build's kernels; serial: one-core "
-                             "kernels the CPU vDevice inlines into vEUs (default both)")
+                             "kernels the CPU vDevice inlines into vEUs; packed: the "
+                             "sequential build's kernels with their weights repacked at "
+                             "compile time, used where faster than parallel (default all)")
     parser.add_argument("--all-ops", action="store_true",
                         help="tune every kernel, not only those with a convolution or matmul")
     parser.add_argument("--rpc-tracker", metavar="HOST:PORT", help="time on RPC servers")

@@ -7,7 +7,9 @@ append-only) and a ``target.json`` naming the target they were tuned for:
 * ``parallel/``: kernels tuned for the whole CPU (``num-cores`` = the cores), what the
   sequential build and every single-op stage call;
 * ``serial/``: kernels tuned with one core and no ``parallel`` loop, what a vEU of the CPU
-  vDevice runs inside an rProgram (a kernel inside a vEU runs on that vEU's thread only).
+  vDevice runs inside an rProgram (a kernel inside a vEU runs on that vEU's thread only);
+* ``packed/``: the parallel variant's kernels tuned with meta_schedule's weight layout
+  rewrite (:mod:`~.prepack`): their weights are repacked once, at compile time.
 
 :func:`host_target` is the target a tuned build uses here (``mcpu`` of this CPU, its core
 count); :func:`target_name` names a directory after it (``llvm-znver4-2c``). A database
@@ -37,7 +39,7 @@ __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_
 logger = logging.getLogger(__name__)
 
 FILES = ("database_workload.json", "database_tuning_record.json")
-VARIANTS = ("parallel", "serial")
+VARIANTS = ("parallel", "serial", "packed")
 #: The stage log kept beside a database: stages measured with its kernels (``tvm-ios tune``).
 STAGE_LOG = "stages.jsonl"
 #: Target attributes that must agree for a database to count as tuned for a target (where
@@ -159,6 +161,17 @@ class KernelDB:
         """The target a variant's kernels are tuned and applied for."""
         return serial_target(self.target) if variant == "serial" else self.target
 
+    def best_us(self, variant: str, func, name: str = "main") -> float | None:
+        """The best time TVM's runner measured for PrimFunc ``func`` (untuned, as the
+        build lowers it) in ``variant``, us; None without a record."""
+        if not self.has(variant):
+            return None
+        record = self.database(variant).query_tuning_record(
+            _tvm.ms_workload(func), self.target_for(variant), name)
+        if record is None or not record.run_secs:
+            return None
+        return min(float(x) for x in record.run_secs) * 1e6
+
     def has(self, variant: str) -> bool:
         """Whether the variant's tuning-record file exists and holds a record."""
         self.unpack(variant)
@@ -216,6 +229,8 @@ class KernelDB:
         measured with these kernels is logged under."""
         if getattr(self, "_fingerprint", None) is None:
             ident = f"{self.name}:{self.num_records('parallel')}:{self.num_records('serial')}"
+            if self.num_records("packed"):  # (digests of databases before it stay the same)
+                ident += f":{self.num_records('packed')}"
             self._fingerprint = hashlib.sha1(ident.encode()).hexdigest()[:10]
         return self._fingerprint
 

@@ -21,6 +21,7 @@ from tvm import relax
 
 from .. import _tvm
 from .._tvm import tvm_ffi
+from . import prepack
 from .tir_util import fresh
 
 __all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "parallel_kernels",
@@ -43,9 +44,8 @@ def fuse_for_tuning(mod, target):
 
 def tuned_functions(mod) -> tuple[int, int]:
     """``(tuned, total)`` PrimFuncs of ``mod`` (rProgram functions not counted)."""
-    funcs = [f for _, f in mod.functions.items() if isinstance(f, _tvm.tirx.PrimFunc)
-             and not (f.attrs is not None and "tvm_ios.rprogram" in f.attrs)]
-    tuned = sum(bool(f.attrs is not None and f.attrs.get(TUNED_ATTR, False)) for f in funcs)
+    funcs = [f for _, f in prepack.kernels_of(mod)]
+    tuned = sum(_is_tuned(f) for f in funcs)
     return tuned, len(funcs)
 
 
@@ -84,15 +84,28 @@ def apply_kernels(mod, kernels, target=None, variant: str = "parallel", fuse: bo
         mod = fuse_for_tuning(mod, target)
     if kernels is None:
         return mod
+    packing = variant == "parallel" and kernels.has("packed")
+    if packing:
+        mod, marked = prepack.mark_packed(mod, kernels)
+        mod = _apply(mod, kernels, "packed") if marked else mod
+        mod = prepack.unmark(mod, _is_tuned)  # a packed kernel not applied: plain after all
     if kernels.has(variant):
         mod = _apply(mod, kernels, variant)
     tuned, total = tuned_functions(mod)
     if variant == "parallel" and tuned < total and kernels.has("serial"):
         mod = _apply(mod, kernels, "serial")  # kernels only a stage module has: see above
         tuned, total = tuned_functions(mod)
+    if packing:
+        packed = sum(prepack.is_marked(f) for _, f in mod.functions.items())
+        mod = prepack.fold_packed(mod) if packed else mod
+        logger.info("%d kernels with packed weights", packed)
     logger.info("kernel database %s (%s): %d of %d kernels tuned", kernels.path, variant,
                 tuned, total)
     return mod
+
+
+def _is_tuned(func) -> bool:
+    return bool(func.attrs is not None and func.attrs.get(TUNED_ATTR, False))
 
 
 def strip_parallel(func):
@@ -119,7 +132,7 @@ def serial_kernels(kernels):
         if kernels.has("serial"):
             funcs.update(_apply(mod, kernels, "serial").functions.items())
         rest = {gv: f for gv, f in funcs.items() if isinstance(f, _tvm.tirx.PrimFunc)
-                and not (f.attrs is not None and f.attrs.get(TUNED_ATTR, False))}
+                and not _is_tuned(f)}
         if rest and kernels.has("parallel"):  # only what the serial variant did not tune
             funcs.update(_apply(tvm.IRModule(rest), kernels, "parallel").functions.items())
         return tvm.IRModule({gv: fresh(strip_parallel(f))
@@ -144,15 +157,14 @@ def parallel_kernels(kernels):
 def kernel_times(mod, kernels, variant: str) -> float | None:
     """What TVM's runner measured (best of the database's record, us) for all the PrimFuncs
     of a lowered, untuned ``mod`` in one variant, summed; None when one has no record."""
-    db, target = kernels.database(variant), kernels.target_for(variant)
     total = 0.0
     for gv, func in mod.functions.items():
         if not isinstance(func, _tvm.tirx.PrimFunc):
             continue
-        record = db.query_tuning_record(_tvm.ms_workload(func), target, gv.name_hint)
-        if record is None or not record.run_secs:
+        best = kernels.best_us(variant, func, gv.name_hint)
+        if best is None:
             return None
-        total += min(float(x) for x in record.run_secs) * 1e6
+        total += best
     return total
 
 

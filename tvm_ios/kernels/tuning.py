@@ -9,7 +9,11 @@ Two sets of tasks, one per variant of a :class:`~.kernel_db.KernelDB`:
   parallelisation disabled in the search space (``ParallelizeVectorizeUnroll`` with
   ``max_jobs_per_core=-1``), so the schedule found is one a single thread runs.
 
-Both drop the ``RewriteLayout`` post-processor: a layout-rewritten kernel needs its weight
+* ``packed``: the parallel variant's tasks with their weights marked layout-free, tuned with
+  meta_schedule's ``RewriteLayout`` post-processor (:mod:`~.prepack`: the sequential build
+  folds the weight rewrite at compile time).
+
+The other two drop that post-processor: a layout-rewritten kernel needs its weight
 pre-processing split out of the function, which an inlined vEU kernel cannot do.
 
 Candidates are built in this process (:class:`InProcessBuilder`; the stock ``LocalBuilder``
@@ -37,6 +41,7 @@ from .. import _tvm
 from ..runtime.rpc import alloc_rpc, check_tracker
 from ..graph.extract import extract
 from .kernel_db import KernelDB
+from .prepack import mark_layout_free
 from .regions import augment
 from .tuned_build import fuse_for_tuning
 from .tvm_kernels import UnsupportedKernel, lower_bindings
@@ -55,8 +60,9 @@ class InProcessBuilder(ms.builder.PyBuilder):
     def build(self, build_inputs):  # noqa: D102  (meta_schedule protocol)
         results = []
         for item in build_inputs:
-            try:
-                lib = tvm.compile(item.mod, target=item.target)
+            try:  # a packed candidate is timed on packed weights, as the build runs it
+                lib = tvm.compile(_tvm.remove_layout_rewrite_block(item.mod),
+                                  target=item.target)
                 path = os.path.join(tempfile.mkdtemp(prefix="tvm_ios_tune_"), "tmp.so")
                 lib.export_library(path)
                 results.append(ms.builder.BuilderResult(path, None))
@@ -89,7 +95,7 @@ def _space(variant: str):
                  for r in rules]
         mutators = {m: p for m, p in mutators.items() if "MutateParallel" not in str(m)}
     postprocs = [p for p in ms.Postproc.create("llvm")
-                 if not isinstance(p, ms.postproc.RewriteLayout)]
+                 if variant == "packed" or not isinstance(p, ms.postproc.RewriteLayout)]
     return ms.space_generator.PostOrderApply(sch_rules=rules, postprocs=postprocs,
                                              mutator_probs=mutators)
 
@@ -132,8 +138,10 @@ def kernel_tasks(mod, kernels: KernelDB, variant: str, anchors_only: bool = True
 
 def _tasks(mod, kernels: KernelDB, variant: str) -> list:
     target = kernels.target_for(variant)
-    if variant == "parallel":
-        return list(ms.relax_integration.extract_tasks(fuse_for_tuning(mod, target), target))
+    if variant in ("parallel", "packed"):
+        fused = fuse_for_tuning(mod, target)
+        fused = mark_layout_free(fused) if variant == "packed" else fused
+        return list(ms.relax_integration.extract_tasks(fused, target))
     tasks = []
     for k, (func, count, name) in enumerate(_serial_funcs(mod).values()):
         task_mod = tvm.IRModule({"main": func})
@@ -192,7 +200,8 @@ def _runner(rpc, settings, cores: int = 1):
     return ms.runner.RPCRunner(rpc_config, config, f_alloc_argument=alloc_rpc)
 
 
-def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial"), trials: int = 500,
+def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial", "packed"),
+                 trials: int = 500,
                  rpc: tuple | None = None, progress: Callable | None = None,
                  seed: int = 0, anchors_only: bool = True, cover: int = 8,
                  **settings) -> list[TuneReport]:
@@ -204,7 +213,7 @@ def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial"), trials
         The model, weights bound (what the build compiles).
     kernels : KernelDB
         The database (created for this machine's target by the caller).
-    variants : sequence of {"parallel", "serial"}
+    variants : sequence of {"parallel", "serial", "packed"}
         Which kernel sets to tune.
     trials : int
         Total measured candidates per variant, counting the records already there.
@@ -253,9 +262,9 @@ def cache_state(settings) -> str:
     return "cold" if settings.get("cold", True) else "warm"
 
 
-def _cores(kernels: KernelDB) -> int:
-    """The cores the database's parallel kernels are tuned for (its target's num-cores)."""
-    return int(kernels.target.attrs.get("num-cores", 1))
+def _cores(kernels: KernelDB, variant: str = "parallel") -> int:
+    """The cores a variant's kernels are tuned for (its target's num-cores)."""
+    return int(kernels.target_for(variant).attrs.get("num-cores", 1))
 
 
 def _per_iter(todo: int, num_tasks: int) -> int:
