@@ -88,9 +88,16 @@ def with_functions(mod, funcs: dict):
 
 
 def fold_packed(mod):
-    """``mod`` with the weight layout rewrites of its scheduled kernels split out and, where
-    the weights are constants, folded; kernels no longer called are dropped."""
-    mod = relax.transform.SplitLayoutRewritePreproc()(mod)
+    """``mod`` with the weight layout rewrites of its marked kernels split out and, where
+    the weights are constants, folded; kernels no longer called are dropped.
+
+    The split sees only the marked kernels (and the Relax functions): TVM's pass walks the
+    blocks of every PrimFunc it is given, and an rProgram function has none."""
+    others = {gv: f for gv, f in mod.functions.items()
+              if isinstance(f, _tvm.tirx.PrimFunc) and not is_marked(f)}
+    split = relax.transform.SplitLayoutRewritePreproc()(_tvm.IRModule(
+        {gv: f for gv, f in mod.functions.items() if gv not in others}, attrs=mod.attrs))
+    mod = with_functions(split, others)
     mod = relax.transform.FoldConstant()(mod)
     entries = [name for name, _ in _tvm.relax_functions(mod)]
     return relax.transform.DeadCodeElimination(entries)(mod)
