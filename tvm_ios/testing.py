@@ -45,6 +45,17 @@ def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
     return bb.get(), params
 
 
+class Concurrent:
+    """A cost model pricing a stage by its longest group and never merging: IOS runs
+    independent ops together (what makes a concurrent stage, an rProgram, in tests)."""
+
+    def stage_latency(self, graph, groups):
+        return 10.0 * max(len(g) for g in groups)
+
+    def merged_latency(self, graph, ops):
+        return None
+
+
 class MergeFriendly:
     """A cost model under which merging is cheap and every op costs the same: it makes IOS
     merge wherever merging is legal, so tests exercise the merge rewrite."""

@@ -15,7 +15,8 @@ from tvm_ios.kernels.kernel_db import KernelDB, host_target
 from tvm_ios.kernels.tuned_build import apply_kernels, fuse_for_tuning, tuned_functions
 from tvm_ios.kernels.tuning import tune_kernels
 from tvm_ios.runtime.compare import random_inputs, run
-from tvm_ios.testing import dag_model
+from tvm_ios.passes.rprogram_pass import RProgramPass
+from tvm_ios.testing import Concurrent, dag_model
 
 ms = _tvm.ms
 
@@ -132,3 +133,22 @@ def test_packed_weights_are_folded_at_compile_time_and_outputs_match(model, tune
     ref = run(tvm.compile(apply_kernels(model, None, kernels.target), kernels.target), x)
     out = run(tvm.compile(built, kernels.target), x)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_kernel_beside_an_rprogram_is_packed_and_the_rprogram_left_alone(tmp_path):
+    """op0 runs alone, op1 and op2 (both reading it) together as an rProgram."""
+    fork = dag_model(seed=2, num_ops=3, channels=8, size=8, p=0.6)[0]
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    tune_kernels(fork, kernels, variants=("packed",), trials=2, min_repeat_ms=1)
+    scheduled = RProgramPass("ios", cost_model=Concurrent())(fork)
+    built = apply_kernels(scheduled, kernels)
+    programs = [f for _, f in built.functions.items() if f.attrs is not None
+                and "tvm_ios.rprogram" in f.attrs]
+    assert len(programs) == 1 and not prepack.is_marked(programs[0])
+    original = _weights(apply_kernels(scheduled, None, kernels.target))
+    assert any(not any(w.shape == o.shape and np.array_equal(w, o) for o in original)
+               for w in _weights(built))  # op0's weights, packed
+    x = random_inputs(fork)
+    ref = run(tvm.compile(fork, "llvm"), x)
+    np.testing.assert_allclose(run(tvm.compile(built, kernels.target), x), ref,
+                               rtol=1e-4, atol=1e-4)

@@ -18,18 +18,8 @@ from tvm_ios.kernels.tuning import kernel_tasks, tune_kernels, untuned_tasks
 from tvm_ios.passes._rprogram_backends import CPUBackend
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import random_inputs, run
-from tvm_ios.testing import dag_model
+from tvm_ios.testing import Concurrent, dag_model
 
-
-
-class Concurrent:
-    """Prices a stage by its longest group: IOS runs independent ops together."""
-
-    def stage_latency(self, graph, groups):
-        return 10.0 * max(len(g) for g in groups)
-
-    def merged_latency(self, graph, ops):
-        return None
 
 
 @pytest.fixture(scope="module")
