@@ -25,8 +25,7 @@ def add_parser(subparsers) -> None:
     """Register ``tune-kernels``."""
     parser = subparsers.add_parser(
         "tune-kernels", help="tune the model's kernels (sequential, vEU and packed-weight "
-                             "variants) with "
-                             "TVM's meta_schedule into a kernel database")
+                             "variants) with TVM's meta_schedule into a kernel database")
     add_model_options(parser)
     parser.add_argument("--target", default=None,
                         help="llvm target (default: this CPU, e.g. llvm -mcpu=znver4 with "
