@@ -4,6 +4,8 @@ The build packs a kernel's weights only where its packed record is the faster on
 packed weights are folded at compile time (constants, no rewrite left to run); the outputs
 equal the untuned build's.
 """
+import shutil
+
 import numpy as np
 import pytest
 import tvm
@@ -67,12 +69,16 @@ def _skew(path, variant: str, seconds: float) -> None:
             record.trace, record.workload, [seconds], record.target, record.args_info))
 
 
-def test_the_faster_record_decides_both_ways(model, tuned, tmp_path):
-    import shutil
-
+def _packed_copy(tuned, tmp_path):
+    """A copy of the tuned database in which every packed record is the faster one."""
     skewed = tmp_path / "kdb"
     shutil.copytree(tuned, skewed)
     _skew(skewed, "packed", 1e-9)
+    return skewed
+
+
+def test_the_faster_record_decides_both_ways(model, tuned, tmp_path):
+    skewed = _packed_copy(tuned, tmp_path)
     assert all(c for c, _, _ in _choices(model, KernelDB(skewed)).values())
     _skew(skewed, "parallel", 1e-10)
     assert not any(c for c, _, _ in _choices(model, KernelDB(skewed)).values())
@@ -107,12 +113,7 @@ def _weights(mod) -> list:
 
 
 def test_packed_weights_are_folded_at_compile_time_and_outputs_match(model, tuned, tmp_path):
-    import shutil
-
-    skewed = tmp_path / "kdb"
-    shutil.copytree(tuned, skewed)
-    _skew(skewed, "packed", 1e-9)  # both kernels packed
-    kernels = KernelDB(skewed)
+    kernels = KernelDB(_packed_copy(tuned, tmp_path))  # both kernels packed
     built = apply_kernels(model, kernels)
     calls = _calls(built)
     # the rewrite of the weights (a call on constants only) was folded away, and its
