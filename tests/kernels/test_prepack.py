@@ -153,3 +153,45 @@ def test_a_kernel_beside_an_rprogram_is_packed_and_the_rprogram_left_alone(tmp_p
     ref = run(tvm.compile(fork, "llvm"), x)
     np.testing.assert_allclose(run(tvm.compile(built, kernels.target), x), ref,
                                rtol=1e-4, atol=1e-4)
+
+
+def _program_weights(mod) -> list:
+    """The constant tensors (rank > 1) ``main`` passes to its rPrograms."""
+    programs = {gv.name_hint for gv, f in mod.functions.items() if f.attrs is not None
+                and "tvm_ios.rprogram" in f.attrs}
+    return [a.value.numpy() for name, args in _calls(mod) if name in programs for a in args
+            if _tvm.is_tensor_constant(a) and a.value.numpy().ndim > 1]
+
+
+def _conv_weights(mod) -> list:
+    """The weights of the convolutions of ``main`` (a model as built, not yet lowered)."""
+    return [b.value.args[1].value.numpy() for block in mod["main"].body.blocks
+            for b in block.bindings if isinstance(b.value, relax.Call)
+            and _tvm.op_name(b.value) == "relax.nn.conv2d"]
+
+
+@pytest.mark.parametrize("packed_faster", [True, False])
+def test_an_rprogram_is_called_with_its_veu_kernels_weights_packed(tmp_path, packed_faster):
+    """op1 and op2 run as an rProgram whose vEU kernels read packed weights where the
+    ``serial-packed`` records are the faster, the model's own otherwise."""
+    fork = dag_model(seed=2, num_ops=3, channels=8, size=8, p=0.6)[0]
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    tune_kernels(fork, kernels, variants=("serial", "serial-packed"), trials=4,
+                 min_repeat_ms=1)
+    _skew(tmp_path, "serial-packed" if packed_faster else "serial", 1e-9)
+    rprogram = RProgramPass("ios", cost_model=Concurrent(), kernels=KernelDB(tmp_path),
+                            target=kernels.target)
+    built = rprogram(fork)
+    assert len(rprogram.programs) == 1
+    original = _conv_weights(fork)
+    weights = [w for w in _program_weights(built) if w.size > 8]  # (not the biases)
+    assert len(weights) == 2  # op1's and op2's
+    repacked = [w for w in weights
+                if not any(w.shape == o.shape and np.array_equal(w, o) for o in original)]
+    assert len(repacked) == (2 if packed_faster else 0)
+    for w in repacked:  # each one an original weight rearranged
+        assert any(w.size == o.size and np.array_equal(np.sort(w, axis=None),
+                                                       np.sort(o, axis=None)) for o in original)
+    x = random_inputs(fork)
+    np.testing.assert_allclose(run(tvm.compile(built, kernels.target), x),
+                               run(tvm.compile(fork, "llvm"), x), rtol=1e-4, atol=1e-4)

@@ -10,7 +10,8 @@ import pytest
 import tvm
 
 from tvm_ios.graph.extract import extract
-from tvm_ios.kernels.kernel_db import KernelDB, host_target
+from tvm_ios.cli.tune_kernels import VARIANTS as cli_variants
+from tvm_ios.kernels.kernel_db import VARIANTS, KernelDB, host_target
 from tvm_ios.kernels.regions import augment
 from tvm_ios.kernels.tuned_build import TUNED_ATTR, apply_kernels, tuned_functions
 from tvm_ios.kernels import tuning
@@ -19,7 +20,6 @@ from tvm_ios.passes._rprogram_backends import CPUBackend
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import random_inputs, run
 from tvm_ios.testing import Concurrent, dag_model
-
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,8 @@ def test_tasks_are_the_kernels_the_builds_call(model, tuned):
 
 def test_tuning_writes_records_and_resumes(model, tuned):
     kernels, reports = tuned
-    assert [r.variant for r in reports] == ["parallel", "serial", "packed"]
+    assert [r.variant for r in reports] == ["parallel", "serial", "packed", "serial-packed"]
+    assert cli_variants == VARIANTS
     assert all(r.records >= 4 for r in reports)
     again = tune_kernels(model, kernels, trials=4)
     assert all(r.trials == 0 for r in again)  # enough records: nothing measured again

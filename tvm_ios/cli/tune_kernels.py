@@ -16,6 +16,9 @@ import time
 
 from .common import add_model_options, load_model, write_json
 
+#: The kernel variants (:data:`tvm_ios.kernels.kernel_db.VARIANTS`; parsing imports no TVM).
+VARIANTS = ("parallel", "serial", "packed", "serial-packed")
+
 __all__ = ["add_parser", "add_kernels_option", "kernels_of", "missing_tune_extra"]
 
 TUNE_MODULES = ("xgboost", "psutil", "cloudpickle")
@@ -36,12 +39,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--trials", type=int, default=500,
                         help="measured candidates per variant in total, records already in "
                              "the database included (default 500)")
-    parser.add_argument("--variants", nargs="+", choices=("parallel", "serial", "packed"),
-                        default=["parallel", "serial", "packed"],
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS),
                         help="parallel: the sequential build's kernels; serial: one-core "
-                             "kernels the CPU vDevice inlines into vEUs; packed: the "
-                             "sequential build's kernels with their weights repacked at "
-                             "compile time, used where faster than parallel (default all)")
+                             "kernels the CPU vDevice inlines into vEUs; packed and "
+                             "serial-packed: those two with their weights repacked at "
+                             "compile time, each used where faster (default all)")
     parser.add_argument("--all-ops", action="store_true",
                         help="tune every kernel, not only those with a convolution or matmul")
     parser.add_argument("--rpc-tracker", metavar="HOST:PORT", help="time on RPC servers")

@@ -9,7 +9,9 @@ append-only) and a ``target.json`` naming the target they were tuned for:
 * ``serial/``: kernels tuned with one core and no ``parallel`` loop, what a vEU of the CPU
   vDevice runs inside an rProgram (a kernel inside a vEU runs on that vEU's thread only);
 * ``packed/``: the parallel variant's kernels tuned with meta_schedule's weight layout
-  rewrite (:mod:`~.prepack`): their weights are repacked once, at compile time.
+  rewrite (:mod:`~.prepack`): their weights are repacked once, at compile time;
+* ``serial-packed/``: the serial variant's kernels tuned so (a vEU's, whose packed weights
+  are constants of its rProgram).
 
 :func:`host_target` is the target a tuned build uses here (``mcpu`` of this CPU, its core
 count); :func:`target_name` names a directory after it (``llvm-znver4-2c``). A database
@@ -39,7 +41,7 @@ __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_
 logger = logging.getLogger(__name__)
 
 FILES = ("database_workload.json", "database_tuning_record.json")
-VARIANTS = ("parallel", "serial", "packed")
+VARIANTS = ("parallel", "serial", "packed", "serial-packed")
 #: The stage log kept beside a database: stages measured with its kernels (``tvm-ios tune``).
 STAGE_LOG = "stages.jsonl"
 #: Target attributes that must agree for a database to count as tuned for a target (where
@@ -159,7 +161,7 @@ class KernelDB:
 
     def target_for(self, variant: str):
         """The target a variant's kernels are tuned and applied for."""
-        return serial_target(self.target) if variant == "serial" else self.target
+        return serial_target(self.target) if variant.startswith("serial") else self.target
 
     def best_us(self, variant: str, func, name: str = "main") -> float | None:
         """The best time TVM's runner measured for PrimFunc ``func`` (untuned, as the
@@ -229,8 +231,9 @@ class KernelDB:
         measured with these kernels is logged under."""
         if getattr(self, "_fingerprint", None) is None:
             ident = f"{self.name}:{self.num_records('parallel')}:{self.num_records('serial')}"
-            if self.num_records("packed"):  # (digests of databases before it stay the same)
-                ident += f":{self.num_records('packed')}"
+            packed, vpacked = self.num_records("packed"), self.num_records("serial-packed")
+            ident += f":{packed}" if packed else ""  # (digests of databases before a
+            ident += f":sp{vpacked}" if vpacked else ""  # packed variant stay the same)
             self._fingerprint = hashlib.sha1(ident.encode()).hexdigest()[:10]
         return self._fingerprint
 

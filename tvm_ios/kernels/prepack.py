@@ -13,8 +13,12 @@ is, plus the post-processor; :mod:`~.tuning`). :func:`mark_packed` decides per k
 the records, which of the two a build takes: the packed one where its time is the better
 (both are timed cold by the same runner), the plain parallel one otherwise.
 :func:`fold_packed` then packs the weights. Only the sequential build's kernels (and each
-stage's sequential kernels) are packed: a vEU kernel is inlined into an rProgram, which
-would need its packed weights as separate constants.
+stage's sequential kernels) are packed this way.
+
+A vEU kernel is packed the same way, one variant over: ``serial-packed`` holds the serial
+variant's kernels tuned with the rewrite, and :func:`~.tuned_build.serial_kernels` packs an
+op's lowered module before the CPU vDevice inlines it, so the packed weights are constants
+the rProgram is called with (:data:`PLAIN` pairs each packed variant with its plain one).
 """
 from __future__ import annotations
 
@@ -24,13 +28,15 @@ from tvm import relax
 
 from .. import _tvm
 
-__all__ = ["LAYOUT_FREE", "mark_layout_free", "mark_packed", "unmark", "fold_packed",
+__all__ = ["LAYOUT_FREE", "PLAIN", "mark_layout_free", "mark_packed", "unmark", "fold_packed",
            "kernels_of", "with_functions", "is_marked"]
 
 logger = logging.getLogger(__name__)
 
 #: PrimFunc attribute naming the parameters whose layout a kernel may choose (its weights).
 LAYOUT_FREE = "layout_free_buffers"
+#: Packed variant -> the plain variant a kernel falls back to (the same kernels, unpacked).
+PLAIN = {"packed": "parallel", "serial-packed": "serial"}
 
 
 def mark_layout_free(mod):
@@ -45,10 +51,10 @@ def kernels_of(mod):
             and not (f.attrs is not None and "tvm_ios.rprogram" in f.attrs)]
 
 
-def mark_packed(mod, kernels):
+def mark_packed(mod, kernels, variant: str = "packed"):
     """``mod`` (fused) with the kernels the build packs marked layout-free, and only those:
-    where the ``packed`` record of a kernel is faster than its ``parallel`` one (or it has
-    only a packed one). Returns ``(mod, number marked)``."""
+    where the record of a kernel in the packed ``variant`` is faster than its plain one
+    (:data:`PLAIN`; or it has only a packed one). Returns ``(mod, number marked)``."""
     marked = mark_layout_free(mod)
     funcs, packed = {}, 0
     for gv, func in marked.functions.items():
@@ -56,8 +62,8 @@ def mark_packed(mod, kernels):
             continue
         plain = func.without_attr(LAYOUT_FREE)
         with_packing = None if "tvm_ios.rprogram" in func.attrs else \
-            kernels.best_us("packed", func, gv.name_hint)  # (an rProgram's are inlined)
-        without = kernels.best_us("parallel", plain, gv.name_hint) \
+            kernels.best_us(variant, func, gv.name_hint)  # (an rProgram's are inlined)
+        without = kernels.best_us(PLAIN[variant], plain, gv.name_hint) \
             if with_packing is not None else None
         if with_packing is not None and (without is None or with_packing < without):
             packed += 1

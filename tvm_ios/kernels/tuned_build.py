@@ -84,21 +84,14 @@ def apply_kernels(mod, kernels, target=None, variant: str = "parallel", fuse: bo
         mod = fuse_for_tuning(mod, target)
     if kernels is None:
         return mod
-    packing = variant == "parallel" and kernels.has("packed")
-    if packing:
-        mod, marked = prepack.mark_packed(mod, kernels)
-        mod = _apply(mod, kernels, "packed") if marked else mod
-        mod = prepack.unmark(mod, _is_tuned)  # a packed kernel not applied: plain after all
+    mod = _pack(mod, kernels, "packed") if variant == "parallel" else mod
     if kernels.has(variant):
         mod = _apply(mod, kernels, variant)
     tuned, total = tuned_functions(mod)
     if variant == "parallel" and tuned < total and kernels.has("serial"):
         mod = _apply(mod, kernels, "serial")  # kernels only a stage module has: see above
         tuned, total = tuned_functions(mod)
-    if packing:
-        packed = sum(prepack.is_marked(f) for _, f in mod.functions.items())
-        mod = prepack.fold_packed(mod) if packed else mod
-        logger.info("%d kernels with packed weights", packed)
+    mod = _fold(mod)
     logger.info("kernel database %s (%s): %d of %d kernels tuned", kernels.path, variant,
                 tuned, total)
     return mod
@@ -123,11 +116,14 @@ def strip_parallel(func):
 
 def serial_kernels(kernels):
     """A transform of an op's lowered module: serial tuned kernels where the database has
-    them, else parallel tuned ones made serial; untuned kernels stay as TVM lowered them."""
+    them (with packed weights, folded into constants, where its ``serial-packed`` record is
+    the faster), else parallel tuned ones made serial; untuned kernels stay as TVM lowered
+    them."""
 
     def transform(mod):
         if kernels is None:
             return mod
+        mod = _pack(mod, kernels, "serial-packed")
         funcs = dict(mod.functions.items())
         if kernels.has("serial"):
             funcs.update(_apply(mod, kernels, "serial").functions.items())
@@ -135,10 +131,29 @@ def serial_kernels(kernels):
                 and not _is_tuned(f)}
         if rest and kernels.has("parallel"):  # only what the serial variant did not tune
             funcs.update(_apply(tvm.IRModule(rest), kernels, "parallel").functions.items())
-        return tvm.IRModule({gv: fresh(strip_parallel(f))
-                             if isinstance(f, _tvm.tirx.PrimFunc) else f
-                             for gv, f in funcs.items()}, attrs=mod.attrs)
+        mod = tvm.IRModule({gv: fresh(strip_parallel(f))
+                            if isinstance(f, _tvm.tirx.PrimFunc) else f
+                            for gv, f in funcs.items()}, attrs=mod.attrs)
+        return _fold(mod)
     return transform
+
+
+def _pack(mod, kernels, variant: str):
+    """``mod`` with the kernels whose ``variant`` (a packed one) record is the faster marked
+    and scheduled from it; the others as they were."""
+    if not kernels.has(variant):
+        return mod
+    mod, marked = prepack.mark_packed(mod, kernels, variant)
+    mod = _apply(mod, kernels, variant) if marked else mod
+    return prepack.unmark(mod, _is_tuned)  # a packed kernel not applied: plain after all
+
+
+def _fold(mod):
+    """``mod`` with the weights of its packed kernels packed (folded), if it has any."""
+    packed = sum(prepack.is_marked(f) for _, f in mod.functions.items())
+    if packed:
+        logger.debug("%d kernels with packed weights", packed)
+    return prepack.fold_packed(mod) if packed else mod
 
 
 def parallel_kernels(kernels):

@@ -1,6 +1,6 @@
 """Tuning the kernels a build really calls with TVM's own tuner (meta_schedule).
 
-Three sets of tasks, one per variant of a :class:`~.kernel_db.KernelDB`:
+Four sets of tasks, one per variant of a :class:`~.kernel_db.KernelDB`:
 
 * ``parallel``: the fused PrimFuncs of the sequential build (``extract_tasks`` on the module
   after :func:`~.tuned_build.fuse_for_tuning`), tuned for the whole CPU;
@@ -11,10 +11,13 @@ Three sets of tasks, one per variant of a :class:`~.kernel_db.KernelDB`:
 
 * ``packed``: the parallel variant's tasks with their weights marked layout-free, tuned with
   meta_schedule's ``RewriteLayout`` post-processor (:mod:`~.prepack`: the sequential build
-  folds the weight rewrite at compile time).
+  folds the weight rewrite at compile time);
+* ``serial-packed``: the serial variant's tasks with their weights marked layout-free, in
+  the serial search space plus ``RewriteLayout`` (a vEU kernel's packed weights are folded
+  into constants of its op before the kernel is inlined into an rProgram).
 
-The other two drop that post-processor: a layout-rewritten kernel needs its weight
-pre-processing split out of the function, which an inlined vEU kernel cannot do.
+The plain variants drop that post-processor, so each packed kernel is chosen against its
+plain one by their records (:func:`~.prepack.mark_packed`).
 
 Candidates are built in this process (:class:`InProcessBuilder`; the stock ``LocalBuilder``
 starts a process pool per batch, 20-30 s per task on 2 cores) and timed by ``LocalRunner``
@@ -40,8 +43,8 @@ from tvm.ir.utils import derived_object
 from .. import _tvm
 from ..runtime.rpc import alloc_rpc, check_tracker
 from ..graph.extract import extract
-from .kernel_db import KernelDB
-from .prepack import mark_layout_free
+from .kernel_db import VARIANTS, KernelDB
+from .prepack import PLAIN, is_marked, mark_layout_free
 from .regions import augment
 from .tuned_build import fuse_for_tuning
 from .tvm_kernels import UnsupportedKernel, lower_bindings
@@ -89,19 +92,20 @@ class TuneProgress(ms.measure_callback.PyMeasureCallback):
 def _space(variant: str):
     rules = list(ms.ScheduleRule.create("llvm"))
     mutators = dict(ms.Mutator.create("llvm"))
-    if variant == "serial":
+    if variant.startswith("serial"):
         rules = [ms.schedule_rule.ParallelizeVectorizeUnroll(-1, 64, [0, 16, 64, 512], True)
                  if isinstance(r, ms.schedule_rule.ParallelizeVectorizeUnroll) else r
                  for r in rules]
         mutators = {m: p for m, p in mutators.items() if "MutateParallel" not in str(m)}
     postprocs = [p for p in ms.Postproc.create("llvm")
-                 if variant == "packed" or not isinstance(p, ms.postproc.RewriteLayout)]
+                 if variant in PLAIN or not isinstance(p, ms.postproc.RewriteLayout)]
     return ms.space_generator.PostOrderApply(sch_rules=rules, postprocs=postprocs,
                                              mutator_probs=mutators)
 
 
-def _serial_funcs(mod) -> dict:
-    """structural hash -> [PrimFunc, count, name] of every op's vDevice kernels."""
+def _serial_funcs(mod, packed: bool = False) -> dict:
+    """structural hash -> [PrimFunc, count, name] of every op's vDevice kernels (``packed``:
+    those with weights, marked layout-free)."""
     ext = extract(mod["main"], name="main")
     graph, members = augment(ext)
     bindings = list(ext.func.body.blocks[ext.block_index].bindings)
@@ -109,11 +113,13 @@ def _serial_funcs(mod) -> dict:
     for node in graph.nodes:
         unit = [bindings[i] for i in members[node.name]]
         try:
-            steps = lower_bindings(unit, unit[-1].var)
+            steps = lower_bindings(unit, unit[-1].var, mark_layout_free if packed else None)
         except UnsupportedKernel as err:
             logger.info("op %s has no vDevice kernel: %s", node.name, err)
             continue
         for step in steps:
+            if packed and not is_marked(step.func):
+                continue
             name = str(step.func.attrs.get("global_symbol", node.name)) \
                 if step.func.attrs is not None else node.name
             func = step.func.with_attr("global_symbol", "main")
@@ -143,9 +149,10 @@ def _tasks(mod, kernels: KernelDB, variant: str) -> list:
         fused = mark_layout_free(fused) if variant == "packed" else fused
         return list(ms.relax_integration.extract_tasks(fused, target))
     tasks = []
-    for k, (func, count, name) in enumerate(_serial_funcs(mod).values()):
+    packed = variant == "serial-packed"
+    for k, (func, count, name) in enumerate(_serial_funcs(mod, packed).values()):
         task_mod = tvm.IRModule({"main": func})
-        tasks.append(ms.ExtractedTask(f"serial_{k}_{name}", task_mod, target, [task_mod],
+        tasks.append(ms.ExtractedTask(f"{variant.replace('-', '_')}_{k}_{name}", task_mod, target, [task_mod],
                                       count))
     return tasks
 
@@ -200,7 +207,7 @@ def _runner(rpc, settings, cores: int = 1):
     return ms.runner.RPCRunner(rpc_config, config, f_alloc_argument=alloc_rpc)
 
 
-def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial", "packed"),
+def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
                  trials: int = 500,
                  rpc: tuple | None = None, progress: Callable | None = None,
                  seed: int = 0, anchors_only: bool = True, cover: int = 8,
@@ -213,7 +220,7 @@ def tune_kernels(mod, kernels: KernelDB, variants=("parallel", "serial", "packed
         The model, weights bound (what the build compiles).
     kernels : KernelDB
         The database (created for this machine's target by the caller).
-    variants : sequence of {"parallel", "serial", "packed"}
+    variants : sequence of {"parallel", "serial", "packed", "serial-packed"}
         Which kernel sets to tune.
     trials : int
         Total measured candidates per variant, counting the records already there.

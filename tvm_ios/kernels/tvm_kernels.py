@@ -81,6 +81,10 @@ def _steps(mod, params, output_var) -> list[KernelStep]:
             if isinstance(value, relax.Var) and value in keys:
                 keys[binding.var] = keys[value]
                 continue
+            value = _folded(value, keys)
+            if _tvm.is_tensor_constant(value) or isinstance(value, relax.Tuple):
+                keys[binding.var] = value  # weights packed at compile time (a folded call)
+                continue
             if not (isinstance(value, relax.Call) and _tvm.op_name(value) == "relax.call_tir"):
                 raise UnsupportedKernel(f"TVM lowers binding {_tvm.var_name(binding.var)!r} to "
                                         f"{type(value).__name__}, not a call_tir")
@@ -102,6 +106,14 @@ def _steps(mod, params, output_var) -> list[KernelStep]:
         step.inputs = [output_var if isinstance(a, relax.Var) and a.same_as(final) else a
                        for a in step.inputs]
     return steps
+
+
+def _folded(value, keys):
+    """``value``, or the constant it names where it picks an item of a folded tuple."""
+    if isinstance(value, relax.TupleGetItem) and isinstance(keys.get(value.tuple_value),
+                                                           relax.Tuple):
+        return keys[value.tuple_value].fields[value.index]
+    return value
 
 
 def tensor_buffer(shape, dtype: str, name: str):
