@@ -12,8 +12,8 @@ A kernel database's ``packed`` variant holds those kernels (tuned as the paralle
 is, plus the post-processor; :mod:`~.tuning`). :func:`mark_packed` decides per kernel, from
 the records, which of the two a build takes: the packed one where its time is the better
 (both are timed cold by the same runner), the plain parallel one otherwise.
-:func:`fold_packed` then packs the weights. Only the sequential build's kernels (and each
-stage's sequential kernels) are packed this way.
+:func:`fold_packed` then packs the weights. This is how the sequential build's kernels (and
+each stage's sequential kernels) are packed (:func:`~.tuned_build.apply_kernels`).
 
 A vEU kernel is packed the same way, one variant over: ``serial-packed`` holds the serial
 variant's kernels tuned with the rewrite, and :func:`~.tuned_build.serial_kernels` packs an

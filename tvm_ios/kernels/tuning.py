@@ -152,8 +152,8 @@ def _tasks(mod, kernels: KernelDB, variant: str) -> list:
     packed = variant == "serial-packed"
     for k, (func, count, name) in enumerate(_serial_funcs(mod, packed).values()):
         task_mod = tvm.IRModule({"main": func})
-        tasks.append(ms.ExtractedTask(f"{variant.replace('-', '_')}_{k}_{name}", task_mod, target, [task_mod],
-                                      count))
+        task_name = f"{variant.replace('-', '_')}_{k}_{name}"
+        tasks.append(ms.ExtractedTask(task_name, task_mod, target, [task_mod], count))
     return tasks
 
 
