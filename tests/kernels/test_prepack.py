@@ -106,9 +106,11 @@ def _calls(mod):
     return out
 
 
-def _weights(mod) -> list:
-    """The constant tensors (rank > 1) ``main`` passes to its kernels."""
-    return [a.value.numpy() for _, args in _calls(mod) for a in args
+def _weights(mod, callees=None) -> list:
+    """The constant tensors (rank > 1) ``main`` passes to its kernels (those named in
+    ``callees`` only, if given)."""
+    return [a.value.numpy() for name, args in _calls(mod)
+            if callees is None or name in callees for a in args
             if _tvm.is_tensor_constant(a) and a.value.numpy().ndim > 1]
 
 
@@ -155,14 +157,6 @@ def test_a_kernel_beside_an_rprogram_is_packed_and_the_rprogram_left_alone(tmp_p
                                rtol=1e-4, atol=1e-4)
 
 
-def _program_weights(mod) -> list:
-    """The constant tensors (rank > 1) ``main`` passes to its rPrograms."""
-    programs = {gv.name_hint for gv, f in mod.functions.items() if f.attrs is not None
-                and "tvm_ios.rprogram" in f.attrs}
-    return [a.value.numpy() for name, args in _calls(mod) if name in programs for a in args
-            if _tvm.is_tensor_constant(a) and a.value.numpy().ndim > 1]
-
-
 def _conv_weights(mod) -> list:
     """The weights of the convolutions of ``main`` (a model as built, not yet lowered)."""
     return [b.value.args[1].value.numpy() for block in mod["main"].body.blocks
@@ -184,7 +178,8 @@ def test_an_rprogram_is_called_with_its_veu_kernels_weights_packed(tmp_path, pac
     built = rprogram(fork)
     assert len(rprogram.programs) == 1
     original = _conv_weights(fork)
-    weights = [w for w in _program_weights(built) if w.size > 8]  # (not the biases)
+    programs = [p.name for p in rprogram.programs]
+    weights = [w for w in _weights(built, programs) if w.size > 8]  # (not the biases)
     assert len(weights) == 2  # op1's and op2's
     repacked = [w for w in weights
                 if not any(w.shape == o.shape and np.array_equal(w, o) for o in original)]
