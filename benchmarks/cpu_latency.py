@@ -124,6 +124,8 @@ def _bench_model(name: str, size, args) -> dict:
     info: dict = {"kernels": str(kernels.path) if kernels else None,
                   "tuning": kernels.meta.get("tuning", []) if kernels else []}
     runners = _runners(name, args, net, params, mod, kernels, x, info)
+    if kernels is not None:
+        info["ceiling"] = _ceilings(mod, kernels, args.threads)
     reference = cb.to_numpy(cb.tvm_runner(cpu_builds.build_default(mod), 1)(x))
     result = {"image_size": size, "info": info, "threads": {}}
     for t in args.threads:
@@ -132,6 +134,16 @@ def _bench_model(name: str, size, args) -> dict:
         result["profile"] = _profiles(runners, info, max(args.threads), x)
     _plain(info)
     return result
+
+
+def _ceilings(mod, kernels, threads) -> dict:
+    """``{threads: the concurrency ceiling's figures}`` of ``mod`` with ``kernels``' records
+    (:mod:`tvm_ios.kernels.ceiling`): the most any schedule of these kernels can gain."""
+    from tvm_ios.kernels.ceiling import concurrency_ceiling  # noqa: PLC0415
+    from tvm_ios.kernels.tuned_build import fuse_for_tuning  # noqa: PLC0415
+
+    fused = fuse_for_tuning(mod, kernels.target)
+    return {str(t): concurrency_ceiling(fused, kernels, cores=t).as_dict() for t in threads}
 
 
 def _plain(info: dict) -> None:

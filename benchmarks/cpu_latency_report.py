@@ -198,6 +198,21 @@ def _profiles(results: dict, top: int = 6) -> list[str]:
                       "rProgram, its groups in turn; the rest from the stage log and the "
                       f"roofline); measured gain of the kept ones, stage by stage: "
                       f"{gain / 1e3:.2f} ms.", ""]
+        lines += _ceiling_lines(name, r["info"].get("ceiling", {}))
+    return lines
+
+
+def _ceiling_lines(name: str, ceilings: dict) -> list[str]:
+    """What the kernel records allow any schedule (:mod:`tvm_ios.kernels.ceiling`)."""
+    lines = []
+    for t, c in ceilings.items():
+        lines += [f"{name}, {t} threads, from the kernel records alone: TVM tuned sequential's "
+                  f"kernels take {c['sequential_us'] / 1e3:.2f} ms; no schedule of these "
+                  f"kernels takes less than {c['bound_us'] / 1e3:.2f} ms (work "
+                  f"{c['work_us'] / 1e3:.2f}, critical path {c['critical_path_us'] / 1e3:.2f}):"
+                  f" the schedule can gain at most **{c['ratio']:.2f}x** ({c['untimed']} of "
+                  f"{c['calls']} calls untimed, {c['no_serial']} without a one-core record).",
+                  ""]
     return lines
 
 
