@@ -198,8 +198,23 @@ def _profiles(results: dict, top: int = 6) -> list[str]:
                       "rProgram, its groups in turn; the rest from the stage log and the "
                       f"roofline); measured gain of the kept ones, stage by stage: "
                       f"{gain / 1e3:.2f} ms.", ""]
+            lines += _model_judge_lines(name, t, runs.get("model_judge") or {})
         lines += _ceiling_lines(name, r["info"].get("ceiling", {}))
     return lines
+
+
+def _model_judge_lines(name: str, t, verdict: dict) -> list[str]:
+    """What the whole model measured with the best n of the kept stages concurrent
+    (:mod:`tvm_ios.cost.model_judge`)."""
+    figures = {int(n): us for n, us in (verdict.get("figures") or {}).items()}
+    if not figures:
+        return []
+    how = "measured" if verdict.get("measured") else "from the stage log"
+    each = ", ".join(f"{n or 'none'}: {us / 1e3:.2f} ms" for n, us in sorted(figures.items(),
+                                                                           reverse=True))
+    return [f"{name}, {t} threads, judged in the whole model ({how}): the best n of the "
+            f"{verdict['ranked']} kept stages (by measured gain) concurrent, the rest in turn: "
+            f"{each}; kept **{verdict['kept']}**.", ""]
 
 
 def _ceiling_lines(name: str, ceilings: dict) -> list[str]:

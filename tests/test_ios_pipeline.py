@@ -13,6 +13,7 @@ from tvm_ios import _tvm
 from tvm_ios.bench.artifact import _cuda_sources
 from tvm_ios.cost.log import LogRecord, MeasureLog
 from tvm_ios.cost.measured import MeasuredCostModel
+from tvm_ios.cost.model_judge import candidate_sizes
 from tvm_ios.cost.stage_module import RPROGRAM_TAG
 from tvm_ios.kernels.gpu_build import kernel_signatures, persistent_kernel
 from tvm_ios.graph.analysis import ancestors
@@ -166,15 +167,27 @@ def test_log_prices_stages_with_its_figures(tmp_path, forked):
 
 def test_measure_decides_each_concurrent_stage_from_both_runs(tmp_path, forked):
     """``measure=True`` times each concurrent stage as one rProgram and back to back, into
-    the log; the schedule keeps what was measured faster, and outputs still match."""
+    the log; the schedule keeps what was measured faster, then what the whole model, built
+    and timed a few ways, runs fastest with; outputs still match."""
     p = pipeline(measure=True, log=tmp_path / "stages.jsonl")
     _check_matches(forked, tvm.compile(forked, "llvm", relax_pipeline=p))
     records = MeasureLog(tmp_path / "stages.jsonl").records
-    assert {r.signature.endswith(RPROGRAM_TAG) for r in records} == {True, False}
-    kept, made_sequential = map(int, p.report["schedule"]["stats"]["fallback"].split()[::3])
-    assert len(records) == 2 * (kept + made_sequential)
+    stages = [r for r in records if r.stage.get("strategy") != "model"]
+    assert {r.signature.endswith(RPROGRAM_TAG) for r in stages} == {True, False}
+    stats = p.report["schedule"]["stats"]
+    kept, made_sequential = map(int, stats["fallback"].split()[::3])
+    assert len(stages) == 2 * (kept + made_sequential) and kept >= 1
+    assert "ModelJudge" in p.report["passes"]
     concurrent = [s for s in p.report["schedule"]["stages"] if len(s["groups"]) > 1]
-    assert len(concurrent) == kept
+    judged = int(stats["model_judge"].split()[0])
+    assert len(concurrent) == judged <= kept and "measured" in stats["model_judge"]
+    assert len(records) - len(stages) == len(candidate_sizes(kept))  # whole-model records
+    # without measuring, the same log decides the same way, from its figures
+    again = pipeline(log=tmp_path / "stages.jsonl")
+    _check_matches(forked, tvm.compile(forked, "llvm", relax_pipeline=again))
+    assert again.report["schedule"]["stages"] == p.report["schedule"]["stages"]
+    assert "logged" in again.report["schedule"]["stats"]["model_judge"]
+    assert len(MeasureLog(tmp_path / "stages.jsonl").records) == len(records)
 
 
 def test_bad_options_say_what():

@@ -22,7 +22,8 @@ from tvm import relax
 from . import _tvm
 
 __all__ = ["graphturbo_hw", "graphturbo_passes", "cost_model_for", "schedule_pass",
-           "rprogram_schedule_pass", "fallback_judges", "engine_pass", "kernel_passes", "open_kernel_db", "default_build"]
+           "rprogram_schedule_pass", "fallback_judges", "model_judge_pass", "engine_pass",
+           "kernel_passes", "open_kernel_db", "default_build"]
 
 logger = logging.getLogger(__name__)
 
@@ -106,10 +107,8 @@ def fallback_judges(target, opts, mod, kernels=None):
     if opts.engine != "rprogram" or opts.policy != "ios" or target.kind.name != "llvm":
         return None
     from .cost.fallback import stage_judges  # noqa: PLC0415
-    from .kernels.kernel_db import STAGE_LOG  # noqa: PLC0415
 
-    log = opts.log if opts.log is not None else (
-        Path(kernels.path) / STAGE_LOG if kernels is not None else None)
+    log = _judges_log(opts, kernels)
     logged = log is not None and (not isinstance(log, (str, Path)) or Path(log).is_file())
     if not opts.measure and not logged:  # (a MeasureLog object counts as a log)
         return None
@@ -122,11 +121,21 @@ def fallback_judges(target, opts, mod, kernels=None):
     return stage_judges(mod, log, measurer or None, kernels, logged_target)
 
 
-def schedule_pass(opts, cost_model, judges=None):
+def _judges_log(opts, kernels):
+    """The stage log the judges read and append to: ``opts.log``, else the kernel
+    database's (None without either)."""
+    from .kernels.kernel_db import STAGE_LOG  # noqa: PLC0415
+
+    if opts.log is not None:
+        return opts.log
+    return Path(kernels.path) / STAGE_LOG if kernels is not None else None
+
+
+def schedule_pass(opts, cost_model, judges=None, decisions: list | None = None):
     """The schedule step: ``ApplySchedule`` of ``opts.schedule`` (a stale one falls back to
     the sequential schedule); for the rProgram engine's ios policy, :func:`rprogram_schedule_pass`
-    (with ``judges``, :func:`fallback_judges`); else ``IOSPass`` with ``cost_model`` and
-    ``opts``' r, s and strategy."""
+    (with ``judges``, :func:`fallback_judges`; its decisions appended to ``decisions``); else
+    ``IOSPass`` with ``cost_model`` and ``opts``' r, s and strategy."""
     if opts.schedule is not None:
         from .passes.apply_schedule import ApplySchedule  # noqa: PLC0415
 
@@ -135,14 +144,14 @@ def schedule_pass(opts, cost_model, judges=None):
     if opts.max_block_bound is not None:
         ios["max_block_bound"] = opts.max_block_bound
     if opts.engine == "rprogram" and opts.policy == "ios":
-        return rprogram_schedule_pass(cost_model, opts.func_name, judges, **ios)
+        return rprogram_schedule_pass(cost_model, opts.func_name, judges, decisions, **ios)
     from .passes.ios_pass import IOSPass  # noqa: PLC0415
 
     return IOSPass(cost_model, func_name=opts.func_name, strategy=opts.strategy, **ios)
 
 
 def rprogram_schedule_pass(cost_model, func_name: str = "main", judges=None,
-                           **ios_options):
+                           decisions: list | None = None, **ios_options):
     """A pass recording the schedule the rPrograms follow
     (:func:`~tvm_ios.cost.fallback.rprogram_schedule`): IOS without merges, then every
     concurrent stage ``cost_model`` prices slower than its ops one after another made
@@ -153,9 +162,41 @@ def rprogram_schedule_pass(cost_model, func_name: str = "main", judges=None,
 
     @_tvm.module_pass(opt_level=0, name="tvm_ios.IOSSchedule")
     def _schedule(mod, _ctx):
-        return rprogram_schedule(mod, cost_model, func_name, judges=judges, **ios_options)
+        return rprogram_schedule(mod, cost_model, func_name, decisions, judges=judges,
+                                 **ios_options)
 
     return _schedule
+
+
+def model_judge_pass(target, opts, kernels, decisions: list, lower):
+    """The whole-model judge of the rProgram engine on ``llvm``
+    (:func:`~tvm_ios.cost.model_judge.judge_module`): the concurrent stages the stage judges
+    kept (``decisions``), judged again in the whole model, each candidate built with
+    ``lower(mod) -> executable`` when ``opts.measure``, from logged figures otherwise; None
+    where there is nothing to judge (another engine, policy or target, a given schedule,
+    one pool worker, no stage log and no measuring)."""
+    from .kernels.vdevice import pool_threads  # noqa: PLC0415
+
+    if opts.engine != "rprogram" or opts.policy != "ios" or target.kind.name != "llvm" \
+            or opts.schedule is not None or pool_threads() < 2:
+        return None
+    log = _judges_log(opts, kernels)
+    # whole models are timed here: not for a measurer of RPC servers
+    here = bool(opts.measure) and getattr(opts.measure, "rpc", None) is None
+    if log is None and not here:
+        return None
+    from .cost.model_judge import judge_module  # noqa: PLC0415
+
+    @_tvm.module_pass(opt_level=0, name="tvm_ios.ModelJudge")
+    def _judge(mod, _ctx):
+        judged, verdict, _ = judge_module(
+            mod, decisions, lower if here else None, log=log,
+            target=kernels.target if kernels is not None else target, kernels=kernels,
+            threads=pool_threads(), func_name=opts.func_name)
+        logger.info("tvm_ios.pipeline: %s", verdict)
+        return judged
+
+    return _judge
 
 
 def engine_pass(target, opts, kernels=None):

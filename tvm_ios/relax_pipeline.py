@@ -15,7 +15,9 @@ It runs, under the target ``tvm.compile`` enters, these steps (each a small func
 2. ``schedule_pass``: ``IOSPass`` with the target's cost model (``cost_model_for``; the
    measured log's figures with ``log=`` or the kernel database's stage log); for the
    rProgram engine ``IOSSchedule``: IOS without merges, a concurrent stage priced slower
-   than its ops in turn made sequential;
+   than its ops in turn made sequential; on ``llvm`` then ``ModelJudge``
+   (``model_judge_pass``): the concurrent stages kept, judged again in the whole model
+   (candidates built and timed with ``measure=``, else the log's figures);
 3. ``engine_pass`` (``engine="rprogram"``): ``RProgramPass``, the CPU vDevice on
    ``llvm`` and persistent kernels on CUDA; ``engine="stages"`` keeps TVM's kernels;
 4. ``kernel_passes`` (``kernels=`` a kernel database of ``tvm-ios tune-kernels``): the
@@ -35,8 +37,8 @@ from . import _tvm
 from ._autoload import NAMES
 from .passes.apply_schedule import schedule_of
 from .pipeline_steps import (cost_model_for, default_build, engine_pass, fallback_judges,
-                             graphturbo_hw, graphturbo_passes, kernel_passes, open_kernel_db,
-                             schedule_pass)
+                             graphturbo_hw, graphturbo_passes, kernel_passes, model_judge_pass,
+                             open_kernel_db, schedule_pass)
 from .runtime.library import attach_metadata, function_inputs
 
 __all__ = ["pipeline", "Pipeline", "VARIANTS", "ENGINES", "cost_model_for"]
@@ -77,7 +79,9 @@ def pipeline(engine: str = "rprogram", graphturbo=None, log=None, kernels=None, 
         ``func_name``, ``metadata`` (extra fields for the library's record), ``measure``
         (on ``llvm``, rProgram engine: True or a ``Measurer`` times both sides of each
         concurrent stage here, into the stage log of ``log`` or ``kernels``, before the
-        stage is kept; without it logged figures decide where there are some).
+        stage is kept, then builds and times here the whole model with the best of the kept
+        stages, a few ways, and keeps the fastest; without it logged figures decide where
+        there are some).
     """
     return Pipeline(engine=engine, graphturbo=graphturbo, log=log, kernels=kernels, r=r, s=s,
                     **options)
@@ -139,16 +143,25 @@ class Pipeline:
             hw = graphturbo_hw(target) if opts.graphturbo == "auto" else opts.graphturbo
             steps += [lambda _m, p=p: p for p in graphturbo_passes(hw)]
 
+        decisions: list = []  # the stage judges', judged again in the whole model
+
         def schedule(mod):  # priced on the module as it stands after GraphTurbo
             self.cost_model = None if opts.schedule is not None else cost_model_for(
                 target, opts.engine, opts.device, mod, opts.log, kernels,
                 max_group_size=opts.r, max_num_groups=opts.s, strategy=opts.strategy)
             return schedule_pass(opts, self.cost_model,
-                                 fallback_judges(target, opts, mod, kernels))
+                                 fallback_judges(target, opts, mod, kernels), decisions)
+        lowering = [lambda _m: engine_pass(target, opts, kernels)]
+        lowering += [lambda _m, p=p: p for p in kernel_passes(kernels, target)]
+
+        def lower(mod):  # a candidate of the whole-model judge, built as the model will be
+            for make in lowering:
+                step = make(mod)
+                mod = step(mod) if step is not None else mod
+            return _tvm.compile_module(mod, target, default_build(target))
         steps.append(schedule)
-        steps.append(lambda _m: engine_pass(target, opts, kernels))
-        steps += [lambda _m, p=p: p for p in kernel_passes(kernels, target)]
-        return steps
+        steps.append(lambda _m: model_judge_pass(target, opts, kernels, decisions, lower))
+        return steps + lowering
 
     def rewrite(self, mod, target) -> tuple:
         """Run the tvm-ios steps on ``mod`` for ``target``; returns ``(mod, report)``."""

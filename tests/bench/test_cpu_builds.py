@@ -1,10 +1,12 @@
-"""The rProgram column's build decides each concurrent stage from both sides measured."""
+"""The rProgram column's build decides each concurrent stage from both sides measured, then
+the stages kept from the whole model timed a few ways."""
 import numpy as np
 import pytest
 
 from tvm_ios import _tvm
 from tvm_ios.bench import cpu_builds
 from tvm_ios.cost.measure import MeasureSettings, Measurer
+from tvm_ios.cost.model_judge import candidate_sizes
 from tvm_ios.runtime.compare import build, random_inputs, run
 from tvm_ios.testing import dag_model
 
@@ -24,7 +26,10 @@ def test_measured_rprogram_build_matches_and_every_decision_is_measured(forked):
         measurer.close()
     assert info["fallback"] and all(d["measured"] for d in info["fallback"])
     kept = sum(d["kept"] == "concurrent" for d in info["fallback"])
-    assert info["rprograms"] == kept
+    judged = info["model_judge"]  # the chosen build is the one returned, not built again
+    assert info["rprograms"] == judged["kept"] <= kept == judged["ranked"]
+    assert judged["measured"] == (kept > 0) and len(judged["figures"]) == (kept > 0) * len(
+        candidate_sizes(kept))
     inputs = random_inputs(forked)
     np.testing.assert_allclose(run(executable, inputs), run(build(forked), inputs),
                                rtol=1e-5, atol=1e-5)

@@ -26,6 +26,7 @@ from ..cost.analytical import AnalyticalCostModel
 from ..cost.fallback import rprogram_schedule, stage_judges
 from ..cost.hybrid import HybridCostModel
 from ..cost.measured import MeasuredCostModel
+from ..cost.model_judge import judge_module
 from ..kernels.kernel_db import STAGE_LOG
 from ..kernels.tuned_build import apply_kernels, tuned_functions
 from ..passes.apply_schedule import schedule_of
@@ -90,20 +91,39 @@ def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = N
                    measurer=None, balance: bool = False, **ios_options):
     """Concurrent stages as rPrograms of ``num_veus`` vEUs, tuned kernels; with ``measurer``
     each concurrent stage is kept only if measured faster than its groups in turn (both
-    measured into the database's stage log)."""
+    measured into the database's stage log), and the stages kept are judged again in the
+    whole model (:func:`~tvm_ios.cost.model_judge.judge_module`; without ``measurer``, by
+    its logged figures where the log has them)."""
     info = info if info is not None else {}
     engine = "balanced" if balance else "rprogram"
     cost = cost or stage_cost_model(mod, kernels, engine=engine)
     info["fallback"] = []
+    info["veus"] = num_veus
     judges = None
     if measurer is not None and num_veus > 1:
         judges = stage_judges(mod, stage_log(kernels), measurer, kernels,
                               str(kernels.target) if kernels is not None else None, engine)
     recorded = rprogram_schedule(mod, cost, decisions=info["fallback"], judges=judges,
                                  **ios_options)
-    rewrite = RProgramPass("ios", num_veus=num_veus if num_veus > 1 else None, cost_model=cost,
-                           kernels=kernels, balance=balance)
-    rewritten = rewrite(recorded) if num_veus > 1 else recorded
-    info["rprograms"] = len(rewrite.programs) if num_veus > 1 else 0
-    info["veus"] = num_veus
-    return _compile_tuned(rewritten, kernels, info)
+    if num_veus <= 1:
+        info["rprograms"] = 0
+        return _compile_tuned(recorded, kernels, info)
+    rewrite = RProgramPass("ios", num_veus=num_veus, cost_model=cost, kernels=kernels,
+                           balance=balance)
+    built: dict = {}  # id(executable) -> what its build recorded
+
+    def lower(candidate):
+        sub: dict = {}
+        executable = _compile_tuned(rewrite(candidate), kernels, sub)
+        built[id(executable)] = {**sub, "rprograms": len(rewrite.programs)}
+        return executable
+
+    judged, verdict, executable = judge_module(
+        recorded, info["fallback"], lower if measurer is not None else None,
+        log=stage_log(kernels), target=kernels.target if kernels is not None else "llvm",
+        kernels=kernels, threads=num_veus)
+    info["model_judge"] = vars(verdict)
+    if executable is None:
+        executable = lower(judged)
+    info.update(built[id(executable)])
+    return executable

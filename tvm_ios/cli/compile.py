@@ -56,7 +56,8 @@ def add_pipeline_options(parser, engine: str) -> None:
     parser.add_argument("--measure-stages", action="store_true",
                         help="llvm, rprogram engine: measure both sides of each concurrent "
                              "stage here (one rProgram, its groups in turn) into the stage log "
-                             "and keep the faster; without it logged figures decide")
+                             "and keep the faster, then time the whole model with the best of "
+                             "them and keep the fastest; without it logged figures decide")
     add_kernels_option(parser, default="auto")
 
 

@@ -25,7 +25,7 @@ from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule, Stage
 
 __all__ = ["sequential_fallback", "rprogram_schedule", "stage_judges", "judge_measurer",
-           "cold_settings", "COLD_FLUSH_BYTES"]
+           "cold_settings", "in_turn", "COLD_FLUSH_BYTES"]
 
 #: Bytes written before each timed call of a judged stage: more than this CPU's last-level
 #: cache, so the stage's weights come from memory, as in a whole model whose weights do not
@@ -83,16 +83,16 @@ def _judged(judge, graph, groups) -> float | None:
 
 
 def _prices(graph, groups, cost_model, judges):
-    """``(together, in turn, measured?, op ids in turn, per-op figures)`` of a stage; the
+    """``(together, in turn, measured?, per-op figures in graph order)`` of a stage; the
     judges' figures when both have one, else ``cost_model``'s stage and single-op stages."""
     order = sorted((i for g in groups for i in g))  # node ids are topological
     alone = [float(cost_model.stage_latency(graph, [[i]])) for i in order]
     judged = [_judged(j, graph, groups) for j in judges] if judges else [None]
     if None in judged:
         together = float(cost_model.stage_latency(graph, groups))
-        return together, sum(alone), False, order, alone
+        return together, sum(alone), False, alone
     together, apart = judged
-    return together, apart, True, order, [apart * a / max(sum(alone), 1e-9) for a in alone]
+    return together, apart, True, [apart * a / max(sum(alone), 1e-9) for a in alone]
 
 
 def _prefetch(graph, schedule, judges) -> None:
@@ -102,6 +102,14 @@ def _prefetch(graph, schedule, judges) -> None:
     for judge in judges or ():
         if getattr(judge, "measurer", None) is not None:
             judge.prefetch(graph, refs)
+
+
+def in_turn(graph: OpGraph, stage: Stage, figures=None) -> list[Stage]:
+    """``stage``'s ops as single-op stages in graph order (node ids are topological), each
+    priced by ``figures`` (default: the stage's latency shared evenly)."""
+    order = sorted(graph.index[op] for op in stage.ops)
+    figures = figures or [stage.latency_us / len(order)] * len(order)
+    return [Stage([[graph.nodes[i].name]], "concurrent", t) for i, t in zip(order, figures)]
 
 
 def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model,
@@ -133,7 +141,7 @@ def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model,
             stages.append(stage)
             continue
         groups = [[graph.index[op] for op in g] for g in stage.groups]
-        together, apart, measured, order, alone = _prices(graph, groups, cost_model, judges)
+        together, apart, measured, alone = _prices(graph, groups, cost_model, judges)
         keep = together <= apart
         decisions.append({"ops": stage.ops, "groups": [list(g) for g in stage.groups],
                           "concurrent_us": together, "sequential_us": apart,
@@ -144,8 +152,7 @@ def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model,
         if keep:
             stages.append(stage)
         else:
-            stages.extend(Stage([[graph.nodes[i].name]], "concurrent", t)
-                          for i, t in zip(order, alone))
+            stages.extend(in_turn(graph, stage, alone))
     out = Schedule(stages, dict(schedule.graph), dict(schedule.params), dict(schedule.stats))
     mine = decisions[start:]
     kept = sum(d["kept"] == "concurrent" for d in mine)

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _tvm
 from .outputs import flatten_outputs
 
-__all__ = ["build", "random_inputs", "run", "time_module", "compare_modules",
+__all__ = ["build", "random_inputs", "run", "caller", "time_module", "compare_modules",
            "compare_executables", "Comparison"]
 
 logger = logging.getLogger(__name__)
@@ -50,6 +50,20 @@ def run(executable, inputs: list[np.ndarray], device=None, func_name: str = "mai
     vm = _tvm.virtual_machine(executable, device)
     args = [_tvm.tensor(x, device) for x in inputs]
     return _tvm.to_numpy(vm[func_name](*args))
+
+
+def caller(executable, inputs: list[np.ndarray], device=None, func_name: str = "main"):
+    """A function that calls ``func_name`` of ``executable`` on ``inputs`` once and waits
+    for it (the VM and the input tensors are set up once, here)."""
+    device = device or _tvm.cpu()
+    vm = _tvm.virtual_machine(executable, device)
+    vm.set_input(func_name, *[_tvm.tensor(x, device) for x in inputs])
+
+    def call():
+        vm.invoke_stateful(func_name)
+        device.sync()
+
+    return call
 
 
 def time_module(executable, inputs: list[np.ndarray], device=None, number: int = 1,
