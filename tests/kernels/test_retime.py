@@ -1,5 +1,7 @@
 """Timing a database's best candidates again (``tvm-ios tune-kernels --retime``), for real:
 one small convolution tuned with a few trials, its best records timed again."""
+import tempfile
+
 import pytest
 
 from tvm_ios.kernels.kernel_db import KernelDB, host_target, open_kernels
@@ -20,11 +22,15 @@ def _traces(db, workload, k):
     return [str(r.trace) for r in db.get_top_k(workload, k)]
 
 
-def test_the_best_candidates_are_timed_again_and_appended(tuned):
+def test_the_best_candidates_are_timed_again_and_appended(tuned, tmp_path, monkeypatch):
     db = tuned.database("parallel")
     before = {str(w.mod): _traces(db, w, 2) for w in _workloads(db)}
     records = tuned.num_records("parallel")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where candidates are built
     report = retime_kernels(tuned, "parallel", top_k=2, min_repeat_ms=1)
+    assert not list(scratch.iterdir())  # each candidate's build removed once it was timed
     assert report.failed == 0 and report.workloads == len(before)
     assert report.timed == sum(len(t) for t in before.values())
     assert tuned.num_records("parallel") == records + report.timed  # appended, none lost

@@ -11,6 +11,8 @@ append-only), and being faster than their one-thread selves, they rank first.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -60,6 +62,7 @@ def _time(records, target, builder, runner):
             secs.append(None)
             continue
         out = next(futures).result()
+        shutil.rmtree(os.path.dirname(res.artifact_path), ignore_errors=True)  # as tuning does
         if out.error_msg is not None:
             logger.warning("candidate does not run: %s", out.error_msg[:200])
         secs.append(None if out.error_msg is not None else
