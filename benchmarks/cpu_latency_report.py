@@ -83,6 +83,7 @@ def write_results(path, results, started: dict) -> Path:
     import hashlib  # noqa: PLC0415
     import json  # noqa: PLC0415
 
+    results = json.loads(json.dumps(results, allow_nan=True))  # keys as they read back
     record = dict(started, versions=_versions(), finished=_now())
     record["load_average_at_end"] = list(os.getloadavg())
     text = json.dumps(results, sort_keys=True, separators=(",", ":"), allow_nan=True)

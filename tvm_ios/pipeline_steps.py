@@ -13,7 +13,6 @@ can be tested alone and a new step is one function and one line in ``Pipeline.st
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 from pathlib import Path
 
@@ -62,8 +61,9 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
     and the rest by that preset, scaled to the measured ones.
     """
     from .cost.analytical import AnalyticalCostModel  # noqa: PLC0415
+    from .cost.hybrid import logged_cost_model, predictor_preset  # noqa: PLC0415
 
-    analytical = AnalyticalCostModel(device or _preset(target, engine))
+    analytical = AnalyticalCostModel(device or predictor_preset(target, engine))
     if log is None and kernels is not None:
         from .kernels.kernel_db import STAGE_LOG  # noqa: PLC0415
 
@@ -71,32 +71,10 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
             else None
     if log is None:
         return analytical
-    from .cost.hybrid import HybridCostModel  # noqa: PLC0415
-    from .cost.measured import MeasuredCostModel  # noqa: PLC0415
-    from .schedule.ios import ios_schedule  # noqa: PLC0415
-
     logged_target = str(kernels.target) if kernels is not None else str(target)
-    measured = MeasuredCostModel(mod, None, log, target=logged_target, kernels=kernels,
-                                 engine="rprogram" if engine == "rprogram" else "sequential")
-    hybrid = HybridCostModel(measured, analytical)
-    graph = next(iter(measured.extractions.values())).graph
-    ios_schedule(graph, hybrid, **ios_options)  # prices every candidate once
-    hybrid.calibrate()
-    logger.info("cost model from log %s: %s (%s)", log, hybrid, measured.counts)
-    return hybrid
-
-
-def _preset(target, engine: str):
-    """The target's preset (:func:`~tvm_ios.cost.devices.preset_for_target`); for rPrograms
-    on ``llvm`` the CPU vDevice's: ``cpu`` with one unit per worker of TVM's thread pool."""
-    from .cost.devices import get_device, preset_for_target  # noqa: PLC0415
-
-    preset = preset_for_target(target)  # ValueError, naming the target, for other kinds
-    if preset == "llvm" and engine == "rprogram":
-        from .kernels.vdevice import pool_threads  # noqa: PLC0415
-
-        return dataclasses.replace(get_device("cpu"), units=max(1, pool_threads()))
-    return preset
+    return logged_cost_model(mod, log, analytical, logged_target, kernels,
+                             "rprogram" if engine == "rprogram" else "sequential",
+                             **ios_options)
 
 
 def fallback_judges(target, opts, mod, kernels=None):

@@ -39,3 +39,41 @@ def test_without_a_measurer_nothing_is_measured(forked):
     info = {}
     cpu_builds.build_rprogram(forked, None, 2, info=info)
     assert not any(d["measured"] for d in info["fallback"])
+
+
+def test_the_column_schedules_as_the_ios_pipeline_does(forked, tmp_path):
+    """One cost model for both: the rProgram column runs the schedule ``tvm-ios run`` builds
+    from the same log. The log says one concurrent pair, which neither schedule takes
+    unlogged, is nearly free: both take it, and agree on every other stage."""
+    from tvm_ios.cost.fallback import rprogram_schedule
+    from tvm_ios.cost.log import LogRecord, MeasureLog
+    from tvm_ios.cost.measured import MeasuredCostModel
+    from tvm_ios.graph.analysis import ancestors
+    from tvm_ios.passes.apply_schedule import schedule_of
+    from tvm_ios.relax_pipeline import pipeline
+
+    _tvm.config_threads(2)
+    log = MeasureLog(tmp_path / "stages.jsonl")
+    model = MeasuredCostModel(forked, None, log, engine="rprogram")
+    graph = next(iter(model.extractions.values())).graph
+
+    def both():
+        column = schedule_of(rprogram_schedule(
+            forked, cpu_builds.stage_cost_model(forked, None, log=log.path)))
+        _, report = pipeline(log=log.path).rewrite(forked, _tvm.make_target("llvm"))
+        column = [sorted(map(sorted, s.groups)) for s in column.stages]
+        assert column == [sorted(map(sorted, s["groups"])) for s in
+                          report["schedule"]["stages"]]
+        return column
+
+    log.append(LogRecord("op0", model.target, model.device_key, [1e-4], 100.0,
+                         signature=model.signature(graph, [[0]])))
+    before = both()
+    anc = ancestors(graph)
+    name = [n.name for n in graph.nodes]
+    a, b = next((a, b) for a in range(len(graph)) for b in range(a + 1, len(graph))
+                if not (anc[b] >> a) & 1 and not (anc[a] >> b) & 1
+                and [[name[a]], [name[b]]] not in before)
+    log.append(LogRecord("pair", model.target, model.device_key, [1e-9], 1e-3,
+                         signature=model.signature(graph, [[a], [b]])))
+    assert [[name[a]], [name[b]]] in both()

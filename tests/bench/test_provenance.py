@@ -65,3 +65,12 @@ def test_missing_fields_and_scripts_are_named(tmp_path):
     problems = check_results_file(path)
     assert any("lacks 'cpu'" in p for p in problems)
     assert any("versions lacks 'tvm'" in p for p in problems)
+
+
+def test_numeric_keys_are_digested_as_they_read_back(tmp_path):
+    """``{10: .., 2: ..}`` is written with string keys, which sort another way: the digest
+    is of what the file holds."""
+    path = write_results(tmp_path / "r.json", {"figures": {10: 1.0, 2: 2.0}},
+                         provenance(["benchmarks/cpu_latency.py"]))
+    assert check_results_file(path) == []
+    assert json.loads(path.read_text())["results"] == {"figures": {"10": 1.0, "2": 2.0}}

@@ -73,8 +73,11 @@ def test_the_fastest_whole_model_wins_and_is_logged(tmp_path, times, kept):
     out, verdict = _judge(tmp_path / "log.jsonl").judge(GRAPH, SCHEDULE, DECISIONS, build)
     assert _concurrent(out) == kept and verdict.kept == len(kept) and verdict.measured
     assert len(built) == 3 and out.stats["model_judge"] == str(verdict)
-    records = MeasureLog(tmp_path / "log.jsonl").records
+    log = MeasureLog(tmp_path / "log.jsonl")
+    records = log.records
     assert sorted(r.stage["kept"] for r in records) == [0, 1, 2]
+    # not taken for stage records of before signatures (which make every lookup build)
+    assert not log.unsigned
     assert all(r.stage["strategy"] == "model" and len(r.run_secs) == 4 for r in records)
     # a later build decides from the log alone: nothing built, the same verdict
     again, logged = _judge(tmp_path / "log.jsonl").judge(GRAPH, SCHEDULE, DECISIONS, None)

@@ -24,8 +24,7 @@ import tvm
 
 from ..cost.analytical import AnalyticalCostModel
 from ..cost.fallback import rprogram_schedule, stage_judges
-from ..cost.hybrid import HybridCostModel
-from ..cost.measured import MeasuredCostModel
+from ..cost.hybrid import logged_cost_model, predictor_preset
 from ..cost.model_judge import judge_module
 from ..kernels.kernel_db import STAGE_LOG
 from ..kernels.tuned_build import apply_kernels, tuned_functions
@@ -41,16 +40,16 @@ logger = logging.getLogger(__name__)
 
 
 def stage_cost_model(mod, kernels, engine: str = "rprogram", log: str | Path | None = None):
-    """Logged stage figures (measured with ``kernels``), the CPU roofline for the rest."""
+    """Logged stage figures (measured with ``kernels``), the roofline scaled to them for the
+    rest: the cost model the ``ios`` pipeline builds (:func:`~tvm_ios.cost.hybrid.
+    logged_cost_model`), so that a column's schedule is the one ``tvm-ios run`` builds."""
+    target = kernels.target if kernels is not None else "llvm"
+    roofline = AnalyticalCostModel(predictor_preset(target, engine))
     path = Path(log) if log else stage_log(kernels)
     if path is None or not path.is_file():
-        return AnalyticalCostModel("cpu")
-    target = str(kernels.target) if kernels is not None else "llvm"
-    measured = MeasuredCostModel(mod, None, path, target=target, engine=engine,
-                                 kernels=kernels)
-    hybrid = HybridCostModel(measured, AnalyticalCostModel("cpu"))
-    hybrid.calibrate()
-    return hybrid
+        return roofline
+    return logged_cost_model(mod, path, roofline, str(target), kernels, engine,
+                             strategy="both" if engine == "sequential" else "parallel")
 
 
 def build_default(mod):

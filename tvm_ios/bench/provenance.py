@@ -147,6 +147,8 @@ def write_results(path: str | Path, results, started: dict | None = None,
     include what the run imported lazily) and ``finished`` is added. ``results`` must be
     JSON-serialisable; the provenance records its digest. ``indent=None`` writes one line.
     """
+    # as it will read back: keys become strings (``{10: .., 2: ..}`` sorts another way then)
+    results = json.loads(json.dumps(results, allow_nan=True))
     record = dict(started) if started is not None else provenance()
     record["versions"] = versions()
     record["finished"] = _now()

@@ -24,7 +24,8 @@ from ..schedule.merge import merge_plan
 from ..schedule.schedule import Schedule
 from .measured import MeasuredCostModel, StageRef
 
-__all__ = ["HybridCostModel", "measured_schedule", "hybrid_schedule"]
+__all__ = ["HybridCostModel", "measured_schedule", "hybrid_schedule", "logged_cost_model",
+           "predictor_preset"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +95,38 @@ class HybridCostModel:
         if merge_plan(graph, ops) is None:
             return None
         return self._price(graph, [[i] for i in sorted(ops)], True)
+
+
+def predictor_preset(target, engine: str = "rprogram"):
+    """The analytical preset that predicts stages for ``target``
+    (:func:`~.devices.preset_for_target`; a ValueError names a target without one); for
+    rPrograms on ``llvm`` (``engine`` ``rprogram`` or ``balanced``) the CPU vDevice's:
+    ``cpu`` with one unit per worker of TVM's thread pool."""
+    import dataclasses  # noqa: PLC0415
+
+    from ..kernels.vdevice import pool_threads  # noqa: PLC0415
+    from .devices import get_device, preset_for_target  # noqa: PLC0415
+
+    preset = preset_for_target(target)
+    if preset == "llvm" and engine in ("rprogram", "balanced"):
+        return dataclasses.replace(get_device("cpu"), units=max(1, pool_threads()))
+    return preset
+
+
+def logged_cost_model(mod, log, predictor, target: str, kernels=None,
+                      engine: str = "rprogram", **ios_options) -> HybridCostModel:
+    """Stage figures of ``log`` (measured on ``target`` with ``kernels``) where it has them,
+    ``predictor``'s scaled to them elsewhere: IOS (``ios_options``) prices every candidate
+    stage of ``mod`` once, then the scale is set (:meth:`HybridCostModel.calibrate`). What
+    the ``ios`` pipeline and the CPU benchmark schedule with, so that both pick the same
+    stages and the judges' logged figures serve both."""
+    measured = MeasuredCostModel(mod, None, log, target=target, kernels=kernels, engine=engine)
+    hybrid = HybridCostModel(measured, predictor)
+    graph = next(iter(measured.extractions.values())).graph
+    ios_schedule(graph, hybrid, **ios_options)
+    hybrid.calibrate()
+    logger.info("cost model from log %s: %s (%s)", log, hybrid, measured.counts)
+    return hybrid
 
 
 def measured_schedule(graph: OpGraph, measured: MeasuredCostModel, **ios_options) -> Schedule:

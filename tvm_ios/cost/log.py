@@ -117,7 +117,7 @@ class MeasureLog:
         if record.signature:
             self.by_signature.setdefault((record.signature, record.target, record.device_key),
                                          record)
-        else:
+        elif record.stage.get("strategy") != "model":  # (whole models are found by key)
             self.unsigned.add((record.target, record.device_key))
 
     def lookup(self, key: str, target: str, device_key: str) -> LogRecord | None:
