@@ -69,3 +69,22 @@ def test_a_predictor_that_cannot_merge_makes_the_hybrid_say_so(tmp_path, tiny):
                      if merge_plan(graph, [a, b]) is not None)
     assert AnalyticalCostModel("llvm").merged_latency(graph, list(mergeable)) is not None
     assert hybrid.merged_latency(graph, list(mergeable)) is None
+
+
+def test_with_tuned_kernels_only_a_logged_merge_is_priced(tmp_path, tiny):
+    """A merged operator is a kernel the database does not hold: predicted, it would be
+    priced as a tuned one and run untuned, so without a figure of its own it cannot merge."""
+    from tvm_ios.cost.log import LogRecord
+
+    model = MeasuredCostModel(tiny, None, tmp_path / "log.jsonl")
+    graph = next(iter(model.extractions.values())).graph
+    a, b = next((a, b) for a in range(len(graph)) for b in range(a + 1, len(graph))
+                if merge_plan(graph, [a, b]) is not None)
+    tuned = HybridCostModel(model, AnalyticalCostModel("llvm"), predict_merges=False)
+    assert HybridCostModel(model, AnalyticalCostModel("llvm")).merged_latency(
+        graph, [a, b]) is not None
+    assert tuned.merged_latency(graph, [a, b]) is None
+    assert tuned.stage_latency(graph, [[a], [b]]) > 0  # concurrent stages are still predicted
+    model.log.append(LogRecord("merged", model.target, model.device_key, [5e-6], 5.0,
+                               signature=model.signature(graph, [[a], [b]], True)))
+    assert tuned.merged_latency(graph, [a, b]) == 5.0
