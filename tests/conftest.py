@@ -26,7 +26,7 @@ def pytest_configure(config):
     # TVM's thread pool is sized when first used, and by default pins the process to core 0
     # with one worker; the CPU vDevice tests need two (programs of 2 vEUs that wait on each
     # other). Set here for every test, before any creates the pool (tests/passes/
-    # test_rprogram_pass.py selects and checks it with a fixture).
+    # the ``two_workers`` fixture selects and checks it).
     os.environ.setdefault("TVM_NUM_THREADS", "2")
     config.addinivalue_line("markers", "slow: full-size models or long builds")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped without one")
@@ -43,6 +43,32 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _pool_restored():
+    """TVM's thread pool as each test found it: a test (or the code it runs, e.g. a
+    benchmark column timed at one thread) may resize the pool of the main thread, and the
+    next test in the same worker would see that size."""
+    from tvm_ios import _tvm
+    from tvm_ios.kernels.vdevice import pool_threads
+
+    before = pool_threads()
+    yield
+    if pool_threads() != before:
+        _tvm.config_threads(before)
+
+
+@pytest.fixture
+def two_workers():
+    """Two workers in TVM's thread pool for the test (programs of 2 vEUs and step waits,
+    the whole-model judge), as many as the pool allows (its size at creation: the cores or
+    TVM_NUM_THREADS); restored after by ``_pool_restored``."""
+    from tvm_ios import _tvm
+    from tvm_ios.kernels.vdevice import pool_threads
+
+    _tvm.config_threads(2)
+    assert pool_threads() == 2
 
 
 @pytest.fixture

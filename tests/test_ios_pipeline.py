@@ -181,7 +181,7 @@ class _RProgramsFaster(Measurer):
         return super().measure(stages, scaled)
 
 
-def test_measure_decides_each_concurrent_stage_from_both_runs(tmp_path, forked):
+def test_measure_decides_each_concurrent_stage_from_both_runs(tmp_path, forked, two_workers):
     """``measure=`` times each concurrent stage as one rProgram and back to back, into
     the log; the schedule keeps what was measured faster, then what the whole model, built
     and timed a few ways, runs fastest with; outputs still match."""

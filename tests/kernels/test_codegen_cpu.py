@@ -10,9 +10,8 @@ from tvm_ios.kernels.codegen_cpu import build_cpu_primfunc, sliced_ops
 from tvm_ios.kernels.roperator import SLICES
 from tvm_ios.kernels.rprogram import RProgram, RTask
 from tvm_ios.kernels.tvm_kernels import KernelStep
-from tvm_ios.kernels.vdevice import pool_threads
 
-pytestmark = pytest.mark.skipif(pool_threads() < 2, reason="two vEUs need two pool workers")
+pytestmark = pytest.mark.usefixtures("two_workers")  # two vEUs: two pool workers
 
 
 

@@ -128,7 +128,8 @@ def test_packed_weights_are_folded_at_compile_time_and_outputs_match(model, tune
     original = _weights(apply_kernels(model, None, kernels.target))
     repacked = [w for w in _weights(built)
                 if not any(w.shape == o.shape and np.array_equal(w, o) for o in original)]
-    assert len(repacked) >= 2  # (at least the weights of both kernels; biases may be too)
+    # (a few trials may pick, for the 1x1 kernel, tiles whose layout is its own: CI saw one)
+    assert len(repacked) >= 1
     for w in repacked:  # each one an original constant rearranged
         assert any(w.size == o.size and np.array_equal(np.sort(w, axis=None),
                                                        np.sort(o, axis=None)) for o in original)

@@ -14,16 +14,7 @@ from tvm_ios.runtime.compare import build, compare_modules, random_inputs, run
 from tvm_ios.testing import dag_model
 
 
-@pytest.fixture(autouse=True)
-def two_workers():
-    """Two workers in TVM's thread pool for each test (programs of 2 vEUs and step waits),
-    as many as the pool allows (its size at creation: the cores or TVM_NUM_THREADS),
-    restored after."""
-    before = pool_threads()
-    _tvm.config_threads(2)
-    assert pool_threads() == 2
-    yield
-    _tvm.config_threads(before)
+pytestmark = pytest.mark.usefixtures("two_workers")  # (tests/conftest.py)
 
 
 def _calls_to(mod, prefix):
