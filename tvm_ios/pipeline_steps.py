@@ -57,8 +57,10 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
     (``cpu``, one unit per pool worker) for rPrograms on ``llvm``, ``llvm`` (kernels one
     after another) for stages on ``llvm``, the GPU's (``h100``, ``a100``) on CUDA. With
     ``log`` (and the module ``mod`` to be scheduled), or a kernel database ``kernels`` that
-    keeps a stage log (``stages.jsonl``, measured with its kernels), logged stages are priced by their measurements
-    and the rest by that preset, scaled to the measured ones.
+    keeps a stage log (``stages.jsonl``, measured with its kernels), logged stages are
+    priced by their measurements and the rest by that preset, scaled to the measured ones.
+    With ``kernels``, a merge is priced only where the log has its figure
+    (:func:`~tvm_ios.cost.hybrid.logged_cost_model`).
     """
     from .cost.analytical import AnalyticalCostModel  # noqa: PLC0415
     from .cost.hybrid import logged_cost_model, predictor_preset  # noqa: PLC0415
@@ -67,10 +69,7 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
     if log is None and kernels is not None:
         from .kernels.kernel_db import STAGE_LOG  # noqa: PLC0415
 
-        log = Path(kernels.path) / STAGE_LOG if (Path(kernels.path) / STAGE_LOG).is_file() \
-            else None
-    if log is None:
-        return analytical
+        log = Path(kernels.path) / STAGE_LOG
     logged_target = str(kernels.target) if kernels is not None else str(target)
     return logged_cost_model(mod, log, analytical, logged_target, kernels,
                              "rprogram" if engine == "rprogram" else "sequential",

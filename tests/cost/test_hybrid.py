@@ -88,3 +88,24 @@ def test_with_tuned_kernels_only_a_logged_merge_is_priced(tmp_path, tiny):
     model.log.append(LogRecord("merged", model.target, model.device_key, [5e-6], 5.0,
                                signature=model.signature(graph, [[a], [b]], True)))
     assert tuned.merged_latency(graph, [a, b]) == 5.0
+
+
+def test_with_tuned_kernels_and_no_stage_log_no_merge_is_priced(tmp_path, tiny):
+    """The pipeline's and the benchmark's cost model with a database that keeps no stage
+    log: the roofline, merges left out (without a database it prices them)."""
+    from tvm_ios.cost.hybrid import logged_cost_model
+    from tvm_ios.kernels.kernel_db import KernelDB, host_target
+    from tvm_ios.pipeline_steps import cost_model_for
+
+    kernels = KernelDB(tmp_path / "kdb", host_target(), create=True)
+    graph = next(iter(MeasuredCostModel(tiny, None, tmp_path / "log.jsonl")
+                      .extractions.values())).graph
+    a, b = next((a, b) for a in range(len(graph)) for b in range(a + 1, len(graph))
+                if merge_plan(graph, [a, b]) is not None)
+    roofline = AnalyticalCostModel("llvm")
+    assert logged_cost_model(tiny, None, roofline, "llvm") is roofline
+    for tuned in (logged_cost_model(tiny, tmp_path / "none.jsonl", roofline, "llvm", kernels),
+                  cost_model_for("llvm", "sequential", mod=tiny, kernels=kernels)):
+        assert tuned.merged_latency(graph, [a, b]) is None
+        assert tuned.stage_latency(graph, [[a], [b]]) == roofline.stage_latency(graph, [[a], [b]])
+    assert cost_model_for("llvm", "sequential", mod=tiny).merged_latency(graph, [a, b]) > 0

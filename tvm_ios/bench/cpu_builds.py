@@ -45,10 +45,8 @@ def stage_cost_model(mod, kernels, engine: str = "rprogram", log: str | Path | N
     logged_cost_model`), so that a column's schedule is the one ``tvm-ios run`` builds."""
     target = kernels.target if kernels is not None else "llvm"
     roofline = AnalyticalCostModel(predictor_preset(target, engine))
-    path = Path(log) if log else stage_log(kernels)
-    if path is None or not path.is_file():
-        return roofline
-    return logged_cost_model(mod, path, roofline, str(target), kernels, engine,
+    return logged_cost_model(mod, log or stage_log(kernels), roofline, str(target), kernels,
+                             engine,
                              strategy="both" if engine == "sequential" else "parallel")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..graph.opgraph import OpGraph
 from ..schedule.cost_protocol import CostModel, check_cost_model
 
-__all__ = ["CostModel", "check_cost_model", "schedule_latency"]
+__all__ = ["CostModel", "check_cost_model", "schedule_latency", "WithoutMerges"]
 
 
 def schedule_latency(model: CostModel, graph: OpGraph, schedule) -> float:
@@ -35,3 +35,23 @@ def schedule_latency(model: CostModel, graph: OpGraph, schedule) -> float:
                              "merge (merged_latency returned None)")
         total += merged
     return total
+
+
+class WithoutMerges:
+    """``model`` for concurrent and sequential stages, no merge priced (``merged_latency``
+    is None): where kernels come from a tuning database, a merged operator is a new kernel
+    it does not hold, which runs TVM's default schedule, and a prediction would not say so."""
+
+    def __init__(self, model: CostModel):
+        self.model = model
+
+    def __repr__(self) -> str:
+        return f"WithoutMerges({self.model!r})"
+
+    def stage_latency(self, graph: OpGraph, groups) -> float:
+        """``model``'s latency of a stage run as ``groups``."""
+        return self.model.stage_latency(graph, groups)
+
+    def merged_latency(self, graph: OpGraph, ops) -> None:  # noqa: ARG002
+        """None: no merge."""
+        return None

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import logging
 import statistics
+from pathlib import Path
 from typing import Sequence
 
 from ..graph.opgraph import OpGraph
 from ..schedule.ios import ios_schedule
 from ..schedule.merge import merge_plan
 from ..schedule.schedule import Schedule
+from .base import WithoutMerges
 from .measured import MeasuredCostModel, StageRef
 
 __all__ = ["HybridCostModel", "measured_schedule", "hybrid_schedule", "logged_cost_model",
@@ -123,13 +125,16 @@ def predictor_preset(target, engine: str = "rprogram"):
 
 
 def logged_cost_model(mod, log, predictor, target: str, kernels=None,
-                      engine: str = "rprogram", **ios_options) -> HybridCostModel:
+                      engine: str = "rprogram", **ios_options):
     """Stage figures of ``log`` (measured on ``target`` with ``kernels``) where it has them,
     ``predictor``'s scaled to them elsewhere: IOS (``ios_options``) prices every candidate
     stage of ``mod`` once, then the scale is set (:meth:`HybridCostModel.calibrate`). What
     the ``ios`` pipeline and the CPU benchmark schedule with, so that both pick the same
     stages and the judges' logged figures serve both. With ``kernels``, merges are taken only
-    from logged figures (``predict_merges``)."""
+    from logged figures (``predict_merges``), and, without a log (None or no such file),
+    ``predictor`` prices no merge (:class:`~tvm_ios.cost.base.WithoutMerges`)."""
+    if log is None or (isinstance(log, (str, Path)) and not Path(log).is_file()):
+        return predictor if kernels is None else WithoutMerges(predictor)
     measured = MeasuredCostModel(mod, None, log, target=target, kernels=kernels, engine=engine)
     hybrid = HybridCostModel(measured, predictor, predict_merges=kernels is None)
     graph = next(iter(measured.extractions.values())).graph
