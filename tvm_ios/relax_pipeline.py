@@ -155,13 +155,17 @@ class Pipeline:
         lowering += [lambda _m, p=p: p for p in kernel_passes(kernels, target)]
 
         def lower(mod):  # a candidate of the whole-model judge, built as the model will be
-            for make in lowering:
-                step = make(mod)
-                mod = step(mod) if step is not None else mod
-            return _tvm.compile_module(mod, target, default_build(target))
+            return _tvm.compile_module(_run(lowering, mod), target, default_build(target))
         steps.append(schedule)
         steps.append(lambda _m: model_judge_pass(target, opts, kernels, decisions, lower))
         return steps + lowering
+
+    def before_kernels(self, mod, target):
+        """``mod`` through every step but the kernel database's: the module whose kernels
+        the build fuses and looks up in the database (what ``tvm-ios tune-kernels`` tunes
+        for the scheduled builds)."""
+        steps = self.steps(target)
+        return _run(steps[:len(steps) - len(kernel_passes(self.kernels, target))], mod)
 
     def rewrite(self, mod, target) -> tuple:
         """Run the tvm-ios steps on ``mod`` for ``target``; returns ``(mod, report)``."""
@@ -171,16 +175,24 @@ class Pipeline:
                   "s": opts.s, "strategy": opts.strategy, "passes": [], "rprogram_list": [],
                   "kernels": str(self.kernels.path) if self.kernels is not None else None,
                   "inputs": function_inputs(mod, opts.func_name), **(opts.metadata or {})}
-        for make in self.steps(target):
-            step = make(mod)
-            if step is not None:
-                mod = step(mod)
-                _record_step(report, step)
+        mod = _run(self.steps(target), mod, lambda step: _record_step(report, step))
         report["cost_model"] = repr(self.cost_model) if self.cost_model else None
         _record_result(report, mod, opts.func_name)
         logger.info("tvm_ios.pipeline: %s; %d stages, %d rPrograms",
                     " -> ".join(report["passes"]), report["stages"], report["rprograms"])
         return mod, report
+
+
+def _run(steps, mod, on_step=None):
+    """``mod`` through ``steps`` (each ``make(mod)`` gives the pass to run, or None);
+    ``on_step(step)`` after each pass run."""
+    for make in steps:
+        step = make(mod)
+        if step is not None:
+            mod = step(mod)
+            if on_step is not None:
+                on_step(step)
+    return mod
 
 
 def _record_step(report: dict, step) -> None:

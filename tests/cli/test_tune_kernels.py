@@ -1,4 +1,5 @@
-"""``tvm-ios tune-kernels`` and ``--kernels`` on bad input: clear errors, exit 2."""
+"""``tvm-ios tune-kernels`` and ``--kernels``: clear errors on bad input (exit 2); the scheduled
+builds whose kernels are tuned too."""
 import importlib.util
 import socket
 import time
@@ -56,3 +57,19 @@ def test_retime_of_a_database_without_records_says_tune_first(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "has no parallel kernels to retime" in err and "tune it first" in err
+
+
+def test_the_scheduled_builds_are_scheduled_modules_whose_kernels_are_tasks(tmp_path):
+    from tvm_ios.cli.tune_kernels import scheduled_builds
+    from tvm_ios.kernels.kernel_db import KernelDB, host_target
+    from tvm_ios.kernels.tuning import kernel_tasks
+    from tvm_ios.passes.apply_schedule import schedule_of
+    from tvm_ios.testing import dag_model
+
+    mod = dag_model(seed=3, num_ops=6, channels=8, size=8, p=0.3)[0]
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    builds = scheduled_builds(mod, kernels)
+    assert len(builds) == 2 and all(schedule_of(b) is not None for b in builds)
+    assert schedule_of(mod) is None
+    assert len(kernel_tasks(mod, kernels, "parallel", also=builds)) >= \
+        len(kernel_tasks(mod, kernels, "parallel"))

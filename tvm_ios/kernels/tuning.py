@@ -133,21 +133,42 @@ def _serial_funcs(mod, packed: bool = False) -> dict:
 ANCHORS = ("conv2d", "matmul", "dense")
 
 
-def kernel_tasks(mod, kernels: KernelDB, variant: str, anchors_only: bool = True) -> list:
+def kernel_tasks(mod, kernels: KernelDB, variant: str, anchors_only: bool = True,
+                 also=()) -> list:
     """meta_schedule ``ExtractedTask`` s of a variant for ``mod`` (weights bound); with
-    ``anchors_only`` just those whose kernel holds a convolution or a matmul."""
-    tasks = _tasks(mod, kernels, variant)
+    ``anchors_only`` just those whose kernel holds a convolution or a matmul. ``also``:
+    more Relax modules (a scheduled build's, :meth:`~tvm_ios.relax_pipeline.Pipeline.
+    before_kernels`) whose fused kernels the sequential variants tune too."""
+    tasks = _tasks(mod, kernels, variant, also)
     if anchors_only:
         tasks = [t for t in tasks if any(a in t.task_name or a in str(t.mod) for a in ANCHORS)]
     return tasks
 
 
-def _tasks(mod, kernels: KernelDB, variant: str) -> list:
+def _fused_tasks(modules, target, packed: bool) -> list:
+    """The tasks of each module as its build fuses it, each workload once (rProgram
+    functions left out: their kernels are the serial variants')."""
+    tasks, seen, names = [], set(), set()
+    for mod in modules:
+        fused = fuse_for_tuning(mod, target)
+        fused = mark_layout_free(fused) if packed else fused
+        for task in ms.relax_integration.extract_tasks(fused, target):
+            func, key = task.dispatched[0]["main"], _tvm.structural_hash(task.dispatched[0])
+            if key in seen or (func.attrs is not None and "tvm_ios.rprogram" in func.attrs):
+                continue
+            seen.add(key)
+            name = task.task_name if task.task_name not in names else \
+                f"{task.task_name}_{len(tasks)}"  # (a name the module before gave another)
+            names.add(name)
+            tasks.append(task if name == task.task_name else ms.ExtractedTask(
+                name, task.mod, task.target, task.dispatched, task.weight))
+    return tasks
+
+
+def _tasks(mod, kernels: KernelDB, variant: str, also=()) -> list:
     target = kernels.target_for(variant)
     if variant in ("parallel", "packed"):
-        fused = fuse_for_tuning(mod, target)
-        fused = mark_layout_free(fused) if variant == "packed" else fused
-        return list(ms.relax_integration.extract_tasks(fused, target))
+        return _fused_tasks([mod, *also], target, variant == "packed")
     tasks = []
     packed = variant == "serial-packed"
     for k, (func, count, name) in enumerate(_serial_funcs(mod, packed).values()):
@@ -211,7 +232,7 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
                  trials: int = 500,
                  rpc: tuple | None = None, progress: Callable | None = None,
                  seed: int = 0, anchors_only: bool = True, cover: int = 8,
-                 **settings) -> list[TuneReport]:
+                 also=(), **settings) -> list[TuneReport]:
     """Tune ``mod``'s kernels into ``kernels`` until each variant holds ``trials`` records.
 
     Parameters
@@ -233,10 +254,13 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
     cover : int
         Trials at least for each task the database has no record of, tuned first, beyond
         ``trials`` if need be (0: only ``trials``).
+    also : sequence of IRModule
+        The scheduled builds' modules (:func:`kernel_tasks`): their kernels that the
+        sequential build does not call are tuned as well.
     """
     reports, runner = [], None
     for variant in variants:
-        tasks = kernel_tasks(mod, kernels, variant, anchors_only)
+        tasks = kernel_tasks(mod, kernels, variant, anchors_only, also)
         before = kernels.num_records(variant)
         todo = max(0, trials - before)
         missing = untuned_tasks(tasks, kernels, variant) if cover > 0 else []
