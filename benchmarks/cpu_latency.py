@@ -192,6 +192,7 @@ def _profiles(runners, info, t, x) -> dict:
         kernel_profile, onnx_profile, torch_profile)
 
     builds = {"TVM tuned sequential": info["TVM tuned sequential"],
+              "tvm-ios stages (tuned)": info["tvm-ios stages (tuned)"],
               "tvm-ios rProgram (tuned)": info["tvm-ios rProgram (tuned)"][t]}
     out = {}
     for col, built in builds.items():
