@@ -160,7 +160,8 @@ def run(args) -> int:
         if args.retime:
             return _retime(args, kernels, rpc, name)
         mod = _tvm.bind_params(mod, params)
-        also = [] if args.sequential_only else scheduled_builds(mod, kernels)
+        fused = {"parallel", "packed"} & set(args.variants)  # (serial ones: op by op)
+        also = scheduled_builds(mod, kernels) if fused and not args.sequential_only else []
         reports = tune_kernels(mod, kernels, args.variants, args.trials, rpc, _Bar(),
                                seed=args.seed, anchors_only=not args.all_ops,
                                cover=args.cover, also=also, timeout_s=args.timeout,

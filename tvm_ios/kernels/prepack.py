@@ -45,10 +45,15 @@ def mark_layout_free(mod):
     return relax.transform.AttachAttrLayoutFreeBuffers()(mod)
 
 
+def is_rprogram(func) -> bool:
+    """Whether a PrimFunc is an rProgram (its kernels are the serial variants')."""
+    return func.attrs is not None and "tvm_ios.rprogram" in func.attrs
+
+
 def kernels_of(mod):
     """``(global var, PrimFunc)`` of the kernels of ``mod`` (rProgram functions left out)."""
     return [(gv, f) for gv, f in mod.functions.items() if isinstance(f, _tvm.tirx.PrimFunc)
-            and not (f.attrs is not None and "tvm_ios.rprogram" in f.attrs)]
+            and not is_rprogram(f)]
 
 
 def mark_packed(mod, kernels, variant: str = "packed"):

@@ -44,7 +44,7 @@ from .. import _tvm
 from ..runtime.rpc import alloc_rpc, check_tracker
 from ..graph.extract import extract
 from .kernel_db import VARIANTS, KernelDB
-from .prepack import PLAIN, is_marked, mark_layout_free
+from .prepack import PLAIN, is_marked, is_rprogram, mark_layout_free
 from .regions import augment
 from .tuned_build import fuse_for_tuning
 from .tvm_kernels import UnsupportedKernel, lower_bindings
@@ -154,7 +154,7 @@ def _fused_tasks(modules, target, packed: bool) -> list:
         fused = mark_layout_free(fused) if packed else fused
         for task in ms.relax_integration.extract_tasks(fused, target):
             func, key = task.dispatched[0]["main"], _tvm.structural_hash(task.dispatched[0])
-            if key in seen or (func.attrs is not None and "tvm_ios.rprogram" in func.attrs):
+            if key in seen or is_rprogram(func):
                 continue
             seen.add(key)
             name = task.task_name if task.task_name not in names else \
