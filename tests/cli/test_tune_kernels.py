@@ -62,7 +62,7 @@ def test_retime_of_a_database_without_records_says_tune_first(tmp_path, capsys):
 def test_the_scheduled_builds_are_scheduled_modules_whose_kernels_are_tasks(tmp_path):
     from tvm_ios.cli.tune_kernels import scheduled_builds
     from tvm_ios.kernels.kernel_db import KernelDB, host_target
-    from tvm_ios.kernels.tuning import kernel_tasks
+    from tvm_ios.kernels.tuning_tasks import kernel_tasks
     from tvm_ios.passes.apply_schedule import schedule_of
     from tvm_ios.testing import dag_model
 
