@@ -54,7 +54,9 @@ def _concurrent(schedule):
 
 
 def _judge(path):
-    return ModelJudge(path, "llvm", "local:test", "-kx-t2", rounds=2, calls=2)
+    # medians of 15 calls: one of 4 (2 x 2) flipped a 500 against a 900 us build when a
+    # busy-wait was preempted beside the parallel test suite (CI, 2 cores)
+    return ModelJudge(path, "llvm", "local:test", "-kx-t2", rounds=5, calls=3)
 
 
 @pytest.mark.parametrize("times, kept", [
@@ -78,7 +80,7 @@ def test_the_fastest_whole_model_wins_and_is_logged(tmp_path, times, kept):
     assert sorted(r.stage["kept"] for r in records) == [0, 1, 2]
     # not taken for stage records of before signatures (which make every lookup build)
     assert not log.unsigned
-    assert all(r.stage["strategy"] == "model" and len(r.run_secs) == 4 for r in records)
+    assert all(r.stage["strategy"] == "model" and len(r.run_secs) == 15 for r in records)
     # a later build decides from the log alone: nothing built, the same verdict
     again, logged = _judge(tmp_path / "log.jsonl").judge(GRAPH, SCHEDULE, DECISIONS, None)
     assert _concurrent(again) == kept and not logged.measured and logged.kept == len(kept)
