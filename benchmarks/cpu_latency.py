@@ -9,7 +9,9 @@ is reported, not timed. Columns are timed round-robin, ``--rounds`` rounds of ``
 calls each (the machine may be noisy), and each column's median over all calls is kept.
 With ``--profile`` the tuned TVM builds' kernels (each timed cold, as in the model), PyTorch
 eager's ops and ONNX Runtime's nodes are profiled (top entries) to explain where a column
-loses.
+loses. A convolution or matmul kernel a TVM build meets that the kernel database lacks is
+tuned into it first (``--cover`` trials; :mod:`tvm_ios.kernels.cover`); the JSON's tuning
+entries say so.
 
     PYTHONPATH=. python benchmarks/cpu_latency.py --models inception_v3 --image-size 75 \\
         --threads 2 --kernels benchmarks/kernels --json benchmarks/results/cpu_latency.json
@@ -63,22 +65,24 @@ def _measurer(kernels, args):
     return judge_measurer(kernels.target)
 
 
-def _tvm_columns(mod, kernels, threads: list[int], info: dict, measurer=None) -> dict:
-    """``{column: {threads: executable}}`` of the TVM builds (rProgram vEUs = threads)."""
+def _tvm_columns(mod, kernels, threads: list[int], info: dict, measurer=None,
+                 cover: int = 0) -> dict:
+    """``{column: {threads: executable}}`` of the TVM builds (rProgram vEUs = threads); the
+    kernels a build meets that the database lacks are tuned first, ``cover`` trials each."""
     out = {"TVM default": cpu_builds.build_default(mod)}
     info["TVM tuned sequential"] = {}
     out["TVM tuned sequential"] = cpu_builds.build_tuned(mod, kernels,
-                                                         info["TVM tuned sequential"])
+                                                         info["TVM tuned sequential"], cover)
     info["tvm-ios stages (tuned)"] = {}
     out["tvm-ios stages (tuned)"] = cpu_builds.build_stages(mod, kernels, info=info[
-        "tvm-ios stages (tuned)"])
+        "tvm-ios stages (tuned)"], cover=cover)
     columns = {c: {t: exe for t in threads} for c, exe in out.items()}
     columns["tvm-ios rProgram (tuned)"] = {}
     for t in threads:
         info.setdefault("tvm-ios rProgram (tuned)", {})[t] = {}
         columns["tvm-ios rProgram (tuned)"][t] = cpu_builds.build_rprogram(
             mod, kernels, t, info=info["tvm-ios rProgram (tuned)"][t],
-            measurer=measurer)
+            measurer=measurer, cover=cover)
     return columns
 
 
@@ -104,7 +108,7 @@ def _runners(name, args, net, params, mod, kernels, x, info) -> dict:
     _tvm.config_threads(max(threads))  # rPrograms are built for at most the pool's workers
     measurer = _measurer(kernels, args)
     try:
-        columns = _tvm_columns(mod, kernels, threads, info, measurer)
+        columns = _tvm_columns(mod, kernels, threads, info, measurer, args.cover)
     finally:
         if measurer is not None:
             measurer.close()  # its runner's worker processes
@@ -241,6 +245,11 @@ def main(argv=None) -> int:
     parser.add_argument("--no-measure-fallback", action="store_true",
                         help="decide rProgram or sequential per stage from the stage log and "
                              "the roofline instead of measuring both (into the stage log)")
+    parser.add_argument("--cover", type=int, default=32, metavar="N",
+                        help="tune each convolution/matmul kernel a TVM build meets that the "
+                             "database lacks with N trials first, into the database (a "
+                             "schedule can fuse ops otherwise than the one it was tuned for; "
+                             "0: build them untuned, with a warning; default 32)")
     parser.add_argument("--render", metavar="JSON", help="only render a results file")
     parser.add_argument("--doc", metavar="MD", help="with --render: markdown (+ .png) to write")
     args = parser.parse_args(argv)

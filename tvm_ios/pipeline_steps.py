@@ -197,18 +197,19 @@ def open_kernel_db(kernels):
     return kernels if isinstance(kernels, KernelDB) else open_kernels(kernels)
 
 
-def kernel_passes(kernels, target) -> list:
+def kernel_passes(kernels, target, cover: int = 0) -> list:
     """Passes that put the tuned kernels of ``kernels`` (a KernelDB of ``tvm-ios
-    tune-kernels``) into the build: legalized, fused, the database's kernels applied
-    (:func:`~tvm_ios.kernels.tuned_build.kernels_pass`); none without one. llvm only."""
+    tune-kernels``) into the build: legalized, fused, the database's kernels applied, those
+    it lacks tuned first with ``cover`` trials each (:func:`~tvm_ios.kernels.cover.
+    kernels_pass`); none without one. llvm only."""
     if kernels is None:
         return []
     if target.kind.name != "llvm":
         raise ValueError(f"tvm_ios.pipeline: the kernel database {kernels.path} holds llvm "
                          f"kernels; it cannot build for target kind {target.kind.name!r}")
-    from .kernels.tuned_build import kernels_pass  # noqa: PLC0415
+    from .kernels.cover import kernels_pass  # noqa: PLC0415
 
-    return [kernels_pass(kernels)]
+    return [kernels_pass(kernels, cover)]
 
 
 def default_build(target):

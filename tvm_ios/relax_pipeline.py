@@ -81,7 +81,9 @@ def pipeline(engine: str = "rprogram", graphturbo=None, log=None, kernels=None, 
         concurrent stage here, into the stage log of ``log`` or ``kernels``, before the
         stage is kept, then builds and times here the whole model with the best of the kept
         stages, a few ways, and keeps the fastest; without it logged figures decide where
-        there are some).
+        there are some), ``cover`` (with ``kernels``: trials for each convolution or matmul
+        kernel of the build the database lacks, tuned into it before the build; default 0:
+        built untuned, with a warning naming them).
     """
     return Pipeline(engine=engine, graphturbo=graphturbo, log=log, kernels=kernels, r=r, s=s,
                     **options)
@@ -105,11 +107,14 @@ class Options:
     schedule: object = None
     max_block_bound: float | None = None
     measure: object = False
+    cover: int = 0
 
     def __post_init__(self):
         if self.engine not in ENGINES:
             raise ValueError(f"tvm_ios.pipeline: engine must be one of {ENGINES}, got "
                              f"{self.engine!r}")
+        if self.cover < 0:
+            raise ValueError(f"tvm_ios.pipeline: cover must be >= 0 trials, got {self.cover}")
         if self.r < 1 or self.s < 1:
             raise ValueError(f"tvm_ios.pipeline: r and s must be >= 1, got r={self.r}, "
                              f"s={self.s}")
@@ -152,7 +157,7 @@ class Pipeline:
             return schedule_pass(opts, self.cost_model,
                                  fallback_judges(target, opts, mod, kernels), decisions)
         lowering = [lambda _m: engine_pass(target, opts, kernels)]
-        lowering += [lambda _m, p=p: p for p in kernel_passes(kernels, target)]
+        lowering += [lambda _m, p=p: p for p in kernel_passes(kernels, target, opts.cover)]
 
         def lower(mod):  # a candidate of the whole-model judge, built as the model will be
             return _tvm.compile_module(_run(lowering, mod), target, default_build(target))

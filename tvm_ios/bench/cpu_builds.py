@@ -26,8 +26,9 @@ from ..cost.analytical import AnalyticalCostModel
 from ..cost.fallback import rprogram_schedule, stage_judges
 from ..cost.hybrid import logged_cost_model, predictor_preset
 from ..cost.model_judge import judge_module
+from ..kernels.cover import apply_covered
 from ..kernels.kernel_db import STAGE_LOG
-from ..kernels.tuned_build import apply_kernels, tuned_functions
+from ..kernels.tuned_build import tuned_functions
 from ..passes.apply_schedule import schedule_of
 from ..passes.ios_pass import IOSPass
 from ..passes.rprogram_pass import RProgramPass
@@ -55,28 +56,35 @@ def build_default(mod):
     return tvm.compile(mod, target="llvm")
 
 
-def _compile_tuned(mod, kernels, info: dict):
+def _compile_tuned(mod, kernels, info: dict, cover: int = 0):
+    """``mod`` fused, tuned (the kernels the database lacks tuned first with ``cover``
+    trials each, what was covered into ``info["covered"]``) and compiled."""
     target = kernels.target if kernels is not None else "llvm"
-    mod = apply_kernels(mod, kernels, target)
+    covered: dict = {}
+    mod = apply_covered(mod, kernels, target, cover, covered)
+    if covered:
+        info.setdefault("covered", []).append(covered)
     info["tuned_kernels"], info["kernels"] = tuned_functions(mod)
     executable = tvm.compile(mod, target=target)
     info["_module"], info["_executable"] = mod, executable  # for profiles; not plain data
     return executable
 
 
-def build_tuned(mod, kernels, info: dict | None = None):
-    """TVM tuned sequential (fused; untuned kernels where the database has none)."""
-    return _compile_tuned(mod, kernels, info if info is not None else {})
+def build_tuned(mod, kernels, info: dict | None = None, cover: int = 0):
+    """TVM tuned sequential (fused; the kernels the database lacks tuned with ``cover``
+    trials each, else untuned)."""
+    return _compile_tuned(mod, kernels, info if info is not None else {}, cover)
 
 
-def build_stages(mod, kernels, cost=None, info: dict | None = None, **ios_options):
-    """IOS stages one kernel at a time, tuned kernels."""
+def build_stages(mod, kernels, cost=None, info: dict | None = None, cover: int = 0,
+                 **ios_options):
+    """IOS stages one kernel at a time, tuned kernels (``cover``: as :func:`build_tuned`)."""
     info = info if info is not None else {}
     cost = cost or stage_cost_model(mod, kernels, engine="sequential")
     scheduled = IOSPass(cost, **ios_options)(mod)
     schedule = schedule_of(scheduled)
     info["stages"] = len(schedule.stages) if schedule else None
-    return _compile_tuned(scheduled, kernels, info)
+    return _compile_tuned(scheduled, kernels, info, cover)
 
 
 def stage_log(kernels) -> Path | None:
@@ -85,12 +93,12 @@ def stage_log(kernels) -> Path | None:
 
 
 def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = None,
-                   measurer=None, balance: bool = False, **ios_options):
+                   measurer=None, balance: bool = False, cover: int = 0, **ios_options):
     """Concurrent stages as rPrograms of ``num_veus`` vEUs, tuned kernels; with ``measurer``
     each concurrent stage is kept only if measured faster than its groups in turn (both
     measured into the database's stage log), and the stages kept are judged again in the
     whole model (:func:`~tvm_ios.cost.model_judge.judge_module`; without ``measurer``, by
-    its logged figures where the log has them)."""
+    its logged figures where the log has them); ``cover``: as :func:`build_tuned`."""
     info = info if info is not None else {}
     engine = "balanced" if balance else "rprogram"
     cost = cost or stage_cost_model(mod, kernels, engine=engine)
@@ -104,14 +112,14 @@ def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = N
                                  **ios_options)
     if num_veus <= 1:
         info["rprograms"] = 0
-        return _compile_tuned(recorded, kernels, info)
+        return _compile_tuned(recorded, kernels, info, cover)
     rewrite = RProgramPass("ios", num_veus=num_veus, cost_model=cost, kernels=kernels,
                            balance=balance)
     built: dict = {}  # id(executable) -> what its build recorded
 
     def lower(candidate):
         sub: dict = {}
-        executable = _compile_tuned(rewrite(candidate), kernels, sub)
+        executable = _compile_tuned(rewrite(candidate), kernels, sub, cover)
         built[id(executable)] = {**sub, "rprograms": len(rewrite.programs)}
         return executable
 

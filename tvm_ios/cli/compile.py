@@ -59,6 +59,10 @@ def add_pipeline_options(parser, engine: str) -> None:
                              "and keep the faster, then time the whole model with the best of "
                              "them and keep the fastest; without it logged figures decide")
     add_kernels_option(parser, default="auto")
+    parser.add_argument("--cover", type=int, metavar="N", default=0,
+                        help="with a kernel database: tune each convolution or matmul kernel "
+                             "of the build it has no record of with N trials, into it, before "
+                             "building (default 0: build those untuned, with a warning)")
 
 
 def make_pipeline(args, metadata: dict | None = None, kernels=None):
@@ -71,7 +75,8 @@ def make_pipeline(args, metadata: dict | None = None, kernels=None):
                    strategy=args.strategy, policy=args.policy, device=args.device,
                    max_block_bound=getattr(args, "max_block_bound", None),
                    schedule=getattr(args, "schedule", None), metadata=metadata,
-                   measure=getattr(args, "measure_stages", False))
+                   measure=getattr(args, "measure_stages", False),
+                   cover=getattr(args, "cover", 0))
     return pipeline(**options)
 
 

@@ -185,13 +185,17 @@ class KernelDB:
 
         Corrupt lines are skipped, each named in a warning. Read-only, a clean copy is
         read; ``writable`` (tuning appends to the files) moves them to ``<file>.corrupt``
-        first, so what follows them is kept and the database stays loadable.
+        first, so what follows them is kept and the database stays loadable. Once a variant
+        is open writable, reading it gives that one, which holds what was appended since.
         """
         if variant not in VARIANTS:
             raise ValueError(f"kernel variant must be one of {VARIANTS}, got {variant!r}")
+        for key in ((variant, True), (variant, writable)):
+            if key in self._dbs:
+                return self._dbs[key]
+        if writable:
+            self._dbs.pop((variant, False), None)  # read before the tuning: stale after it
         key = (variant, writable)
-        if key in self._dbs:
-            return self._dbs[key]
         folder = self.path / variant
         folder.mkdir(parents=True, exist_ok=True) if writable else None
         self.unpack(variant)

@@ -25,8 +25,7 @@ from . import prepack
 from .tir_util import fresh
 
 __all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "parallel_kernels",
-           "strip_parallel", "kernel_times",
-           "tuned_functions", "kernels_pass", "TUNED_ATTR"]
+           "strip_parallel", "kernel_times", "tuned_functions", "is_tuned", "TUNED_ATTR"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +44,7 @@ def fuse_for_tuning(mod, target):
 def tuned_functions(mod) -> tuple[int, int]:
     """``(tuned, total)`` PrimFuncs of ``mod`` (rProgram functions not counted)."""
     funcs = [f for _, f in prepack.kernels_of(mod)]
-    tuned = sum(_is_tuned(f) for f in funcs)
+    tuned = sum(is_tuned(f) for f in funcs)
     return tuned, len(funcs)
 
 
@@ -97,7 +96,8 @@ def apply_kernels(mod, kernels, target=None, variant: str = "parallel", fuse: bo
     return mod
 
 
-def _is_tuned(func) -> bool:
+def is_tuned(func) -> bool:
+    """Whether PrimFunc ``func`` carries a schedule applied from a database."""
     return bool(func.attrs is not None and func.attrs.get(TUNED_ATTR, False))
 
 
@@ -128,7 +128,7 @@ def serial_kernels(kernels):
         if kernels.has("serial"):
             funcs.update(_apply(mod, kernels, "serial").functions.items())
         rest = {gv: f for gv, f in funcs.items() if isinstance(f, _tvm.tirx.PrimFunc)
-                and not _is_tuned(f)}
+                and not is_tuned(f)}
         if rest and kernels.has("parallel"):  # only what the serial variant did not tune
             funcs.update(_apply(tvm.IRModule(rest), kernels, "parallel").functions.items())
         mod = tvm.IRModule({gv: fresh(strip_parallel(f))
@@ -145,7 +145,7 @@ def _pack(mod, kernels, variant: str):
         return mod
     mod, marked = prepack.mark_packed(mod, kernels, variant)
     mod = _apply(mod, kernels, variant) if marked else mod
-    return prepack.unmark(mod, _is_tuned)  # a packed kernel not applied: plain after all
+    return prepack.unmark(mod, is_tuned)  # a packed kernel not applied: plain after all
 
 
 def _fold(mod):
@@ -181,18 +181,3 @@ def kernel_times(mod, kernels, variant: str) -> float | None:
             return None
         total += best
     return total
-
-
-def kernels_pass(kernels):
-    """A module pass applying a kernel database (a :class:`~.kernel_db.KernelDB` or its
-    directory; one tuned for another CPU is refused with a warning: untuned) to a Relax
-    module: legalized, fused, tuned kernels in (what the ``ios`` pipeline runs on llvm)."""
-    from .kernel_db import KernelDB, open_kernels  # noqa: PLC0415
-
-    db = kernels if isinstance(kernels, KernelDB) else open_kernels(kernels)
-
-    @_tvm.module_pass(opt_level=0, name="tvm_ios.ApplyKernels")
-    def _apply_pass(mod, _ctx):
-        return apply_kernels(mod, db, db.target if db is not None else "llvm")
-
-    return _apply_pass
