@@ -112,3 +112,15 @@ def test_inception_v3_compile_then_run_lib(tmp_path):
     assert main(["run", "--lib", str(tmp_path / "out.so"), *size, "--json",
                  str(tmp_path / "r.json")]) == 0
     assert json.loads((tmp_path / "r.json").read_text())["max_abs_diff"] < 1e-3
+
+
+def test_cover_reaches_the_pipeline():
+    """``--cover N``: the pipeline tunes the kernels its database lacks with N trials each
+    (tests/kernels/test_cover.py tunes for real); without it, none."""
+    from tvm_ios.cli.compile import make_pipeline
+    from tvm_ios.cli.main import build_parser
+
+    for argv, cover in ((["--cover", "3"], 3), ([], 0)):
+        for verb in (["compile", "-o", "m.so"], ["run"]):
+            args = build_parser().parse_args([*verb, *SMALL, *argv])
+            assert make_pipeline(args).options.cover == cover

@@ -119,3 +119,11 @@ def test_best_time_of_a_kernel_and_the_digest_stages_are_logged_under(tmp_path):
     with_packed = _db_with_one_record(tmp_path, host_target(2), "packed", 5e-7)
     assert with_packed.best_us("packed", AddOne["main"]) == pytest.approx(0.5)
     assert with_packed.fingerprint != before  # stages measured before are measured again
+
+
+def test_a_variant_read_after_it_was_opened_for_tuning_holds_what_was_appended(tmp_path):
+    KernelDB(tmp_path, host_target(), create=True).database("parallel", writable=True)
+    kernels = KernelDB(tmp_path)
+    before = kernels.database("parallel")  # read before tuning
+    writable = kernels.database("parallel", writable=True)
+    assert kernels.database("parallel") is writable is not before
