@@ -61,8 +61,10 @@ def apply_covered(mod, kernels, target=None, cover: int = 0, report: dict | None
     """
     out = apply_kernels(mod, kernels, target)
     missing = untuned_anchors(out) if kernels is not None else []
-    if missing and cover > 0:
-        out, missing = _cover(mod, kernels, target, cover, missing, report)
+    covered = _cover(mod, kernels, target, cover, missing, report) \
+        if missing and cover > 0 else None
+    if covered is not None:
+        out, missing = covered
     if missing:
         logger.warning("kernel database %s has no record of %d convolution/matmul kernels of "
                        "this build, which run untuned: %s (cover=N, `--cover N`, tunes them "
@@ -73,7 +75,7 @@ def apply_covered(mod, kernels, target=None, cover: int = 0, report: dict | None
 
 def _cover(mod, kernels, target, cover: int, missing: list[str], report: dict | None):
     """Tune the tasks of ``mod`` the database lacks, apply it again: ``(module, still
-    untuned)``."""
+    untuned)``, or None when they cannot be tuned here (the module stays as applied)."""
     logger.info("kernel database %s lacks %d kernels of this build (%s): %d trials each",
                 kernels.path, len(missing), ", ".join(missing), cover)
     start = time.perf_counter()
@@ -82,7 +84,7 @@ def _cover(mod, kernels, target, cover: int, missing: list[str], report: dict | 
     except ImportError as err:  # xgboost and friends: the tuning extra
         logger.warning("cannot tune the missing kernels (%s): pip install 'tvm-ios[tune]'",
                        err)
-        return apply_kernels(mod, kernels, target), missing
+        return None
     kernels.pack()  # the committed (.gz) copies
     out = apply_kernels(mod, kernels, target)
     left = untuned_anchors(out)
