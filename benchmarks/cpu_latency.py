@@ -11,7 +11,8 @@ With ``--profile`` the tuned TVM builds' kernels (each timed cold, as in the mod
 eager's ops and ONNX Runtime's nodes are profiled (top entries) to explain where a column
 loses. A convolution or matmul kernel a TVM build meets that the kernel database lacks is
 tuned into it first (``--cover`` trials; :mod:`tvm_ios.kernels.cover`); the JSON's tuning
-entries say so.
+entries say so. Each model's memory floor is measured in the same run (``info.memory_floor``,
+:mod:`tvm_ios.bench.memory_floor`): the least time reading its weights takes here.
 
     PYTHONPATH=. python benchmarks/cpu_latency.py --models inception_v3 --image-size 75 \\
         --threads 2 --kernels benchmarks/kernels --json benchmarks/results/cpu_latency.json
@@ -130,6 +131,7 @@ def _bench_model(name: str, size, args) -> dict:
     runners = _runners(name, args, net, params, mod, kernels, x, info)
     if kernels is not None:
         info["ceiling"] = _ceilings(mod, kernels, args.threads)
+    info["memory_floor"] = _floors(mod, args.threads)
     reference = cb.to_numpy(cb.tvm_runner(cpu_builds.build_default(mod), 1)(x))
     result = {"image_size": size, "info": info, "threads": {}}
     for t in args.threads:
@@ -148,6 +150,21 @@ def _ceilings(mod, kernels, threads) -> dict:
 
     fused = fuse_for_tuning(mod, kernels.target)
     return {str(t): concurrency_ceiling(fused, kernels, cores=t).as_dict() for t in threads}
+
+
+def _floors(mod, threads) -> dict:
+    """``{threads: the memory floor}`` of ``mod`` (:mod:`tvm_ios.bench.memory_floor`): the
+    least time reading its weights takes here, measured now; an error is reported, not
+    raised (the floor explains the table, it is not a column)."""
+    from tvm_ios.bench.memory_floor import memory_floor  # noqa: PLC0415
+
+    out = {}
+    for t in threads:
+        try:
+            out[str(t)] = memory_floor(mod, t)
+        except Exception as err:  # noqa: BLE001  (say why there is no floor)
+            out[str(t)] = {"error": f"{type(err).__name__}: {err}"}
+    return out
 
 
 def _plain(info: dict) -> None:

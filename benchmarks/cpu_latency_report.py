@@ -201,6 +201,7 @@ def _profiles(results: dict, top: int = 6) -> list[str]:
                       f"{gain / 1e3:.2f} ms.", ""]
             lines += _model_judge_lines(name, t, runs.get("model_judge") or {})
         lines += _ceiling_lines(name, r["info"].get("ceiling", {}))
+        lines += _floor_lines(name, r["info"].get("memory_floor", {}), r["threads"])
     return lines
 
 
@@ -229,6 +230,33 @@ def _ceiling_lines(name: str, ceilings: dict) -> list[str]:
                   f" the schedule can gain at most **{c['ratio']:.2f}x** ({c['untimed']} of "
                   f"{c['calls']} calls untimed, {c['no_serial']} without a one-core record).",
                   ""]
+    return lines
+
+
+def _floor_lines(name: str, floors: dict, rows: dict) -> list[str]:
+    """The least time reading the weights takes here (:mod:`tvm_ios.bench.memory_floor`),
+    against the best baseline and TVM tuned sequential of the same thread count."""
+    lines = []
+    for t, f in floors.items():
+        if "floor_ms" not in f:
+            lines += [f"{name}, {t} threads: no memory floor ({f.get('error')}).", ""]
+            continue
+        row = rows.get(str(t), {})
+        best = min(((row[c]["median_ms"], c) for c in BASELINES
+                    if "median_ms" in row.get(c, {})), default=None)
+        tuned = row.get("TVM tuned sequential", {}).get("median_ms")
+        against = [f"{c} {ms / f['floor_ms']:.2f}x it" for ms, c in
+                   ([best] if best else []) + ([(tuned, "TVM tuned sequential")] if tuned
+                                               else [])]
+        need = (f"; 1.5x the best baseline ({best[0] / 1.5:.2f} ms) "
+                f"{'is below the floor' if best[0] / 1.5 < f['floor_ms'] else 'is above it'}"
+                if best else "")
+        lines += [f"{name}, {t} threads, the memory floor: its weights, {f['weight_mb']:.1f} "
+                  f"MB, are read at least once per inference, and this machine read that much "
+                  f"again and again at {f['bandwidth_gbs']:.1f} GB/s at best (median "
+                  f"{f['median_gbs']:.1f}; a TVM kernel, in this run), so no build runs it in "
+                  f"less than **{f['floor_ms']:.2f} ms**"
+                  + (f": {', '.join(against)}" if against else "") + need + ".", ""]
     return lines
 
 

@@ -233,6 +233,12 @@ def is_tensor_constant(expr: Any) -> bool:
     return isinstance(expr, tvm.ir.Constant) and bool(shape_of(expr))
 
 
+def constant_nbytes(expr: Any) -> int:
+    """Bytes of a constant tensor's data (0.27: ``tvm.ir.Constant.value``, was ``.data``)."""
+    data = expr.value if hasattr(expr, "value") else expr.data
+    return int(np.prod([int(d) for d in data.shape])) * np.dtype(str(data.dtype)).itemsize
+
+
 def var_name(var: relax.Var) -> str:
     """Name of a Relax variable (``name`` in 0.27, ``name_hint`` before)."""
     return str(getattr(var, "name", None) or getattr(var, "name_hint", ""))
