@@ -1,8 +1,8 @@
-"""The memory floor of a model on this machine: reading its weights once per inference.
+"""The memory floor of a model on this machine: reading its weights, once per inference.
 
-At batch 1 every weight of a convolutional network is read once per inference, and little
-else is reused: a model whose weights the caches do not keep between inferences cannot run
-faster than ``weight bytes / bandwidth``, whatever its kernels and whatever their schedule.
+At batch 1 every weight of a convolutional network is read at least once per inference:
+a model whose weights the caches do not keep between inferences cannot run faster than
+``weight bytes / bandwidth``, whatever its kernels and whatever their schedule.
 The bandwidth is measured here, in the benchmark's run, with a TVM kernel
 (:func:`read_kernel`: a parallel, vectorised sum over TVM's thread pool) reading a buffer
 of the weights' size again and again, as a model re-reads its weights: if the caches keep
