@@ -245,9 +245,8 @@ def _floor_lines(name: str, floors: dict, rows: dict) -> list[str]:
         best = min(((row[c]["median_ms"], c) for c in BASELINES
                     if "median_ms" in row.get(c, {})), default=None)
         tuned = row.get("TVM tuned sequential", {}).get("median_ms")
-        against = [f"{c} {ms / f['floor_ms']:.2f}x it" for ms, c in
-                   ([best] if best else []) + ([(tuned, "TVM tuned sequential")] if tuned
-                                               else [])]
+        pairs = ([best] if best else []) + ([(tuned, "TVM tuned sequential")] if tuned else [])
+        against = [f"{c} {ms / f['floor_ms']:.2f}x it" for ms, c in pairs]
         need = (f"; 1.5x the best baseline ({best[0] / 1.5:.2f} ms) "
                 f"{'is below the floor' if best[0] / 1.5 < f['floor_ms'] else 'is above it'}"
                 if best else "")

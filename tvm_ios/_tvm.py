@@ -239,6 +239,12 @@ def constant_nbytes(expr: Any) -> int:
     return int(np.prod([int(d) for d in data.shape])) * np.dtype(str(data.dtype)).itemsize
 
 
+def node_address(node: Any) -> int:
+    """The address of the object a node refers to: equal for two references to one node
+    (Python wrappers of it are made afresh on each visit)."""
+    return int(node.__chandle__())
+
+
 def var_name(var: relax.Var) -> str:
     """Name of a Relax variable (``name`` in 0.27, ``name_hint`` before)."""
     return str(getattr(var, "name", None) or getattr(var, "name_hint", ""))

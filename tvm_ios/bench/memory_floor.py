@@ -43,7 +43,7 @@ def weight_bytes(mod) -> int:
 
     def visit(expr):
         if _tvm.is_tensor_constant(expr):
-            seen.setdefault(expr.__chandle__(), _tvm.constant_nbytes(expr))
+            seen.setdefault(_tvm.node_address(expr), _tvm.constant_nbytes(expr))
     for _, func in _tvm.relax_functions(mod):
         relax.analysis.post_order_visit(func, visit)
     return sum(seen.values())
