@@ -208,6 +208,12 @@ def virtual_machine(executable, device=None):
     return relax.VirtualMachine(executable, device or tvm.cpu())
 
 
+def set_vm_instrument(vm, instrument) -> None:
+    """Call ``instrument(func, name, before_run, ret_value, *args)`` around every call a
+    Relax VM makes (it returns 0 to run the call); ``None`` removes it."""
+    vm.set_instrument(instrument)
+
+
 def bind_params(mod: IRModule, params: dict[str, np.ndarray], func: str = "main") -> IRModule:
     """Bind named parameters of ``func`` as constants."""
     if not params:
