@@ -19,6 +19,7 @@ import statistics
 import time
 
 from .. import _tvm
+from ..kernels.prepack import is_rprogram
 
 __all__ = ["in_situ_profile", "compare_in_situ", "rprogram_gain", "kernel_names"]
 
@@ -30,8 +31,7 @@ def kernel_names(mod) -> tuple[set, set]:
     that are rProgram kernels."""
     funcs = {gv.name_hint: f for gv, f in mod.functions.items()
              if isinstance(f, _tvm.tirx.PrimFunc)}
-    rprograms = {k for k, f in funcs.items()
-                 if f.attrs is not None and "tvm_ios.rprogram" in f.attrs}
+    rprograms = {k for k, f in funcs.items() if is_rprogram(f)}
     return set(funcs), rprograms
 
 
