@@ -24,15 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from tvm_ios import _tvm, models
-from tvm_ios.bench.cpu_builds import build_tuned, stage_cost_model, stage_log
+from tvm_ios.bench.cpu_builds import build_tuned, rprogram_plan
 from tvm_ios.bench.in_situ import compare_in_situ, rprogram_gain
 from tvm_ios.bench.provenance import provenance, write_results
-from tvm_ios.cost.fallback import rprogram_schedule, stage_judges
 from tvm_ios.cost.model_judge import keep_only, ranked_stages
 from tvm_ios.graph.extract import extract
 from tvm_ios.kernels.kernel_db import default_kernels_dir, open_kernels
 from tvm_ios.passes.apply_schedule import record_schedule, schedule_of
-from tvm_ios.passes.rprogram_pass import RProgramPass
 
 RESULTS = Path(__file__).resolve().parent / "results" / "rprogram_in_situ.json"
 KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -46,15 +44,14 @@ def judged(decisions: list) -> dict:
 
 
 def builds(mod, kernels, threads: int, cover: int) -> tuple[dict, dict]:
-    """The schedule the rProgram column starts from, built with its kept stages as
-    rPrograms and in turn: ``({label: (module, executable)}, judged figures)``."""
-    cost = stage_cost_model(mod, kernels, engine="rprogram")
-    judges = stage_judges(mod, stage_log(kernels), None, kernels, str(kernels.target))
+    """The schedule the rProgram column starts from (stage judges from the log), built with
+    its kept stages as rPrograms and in turn: ``({label: (module, executable)}, judged
+    figures)``."""
     decisions: list = []
-    recorded = rprogram_schedule(mod, cost, decisions=decisions, judges=judges)
+    recorded, _, rewrite = rprogram_plan(mod, kernels, threads, decisions=decisions,
+                                         from_log=True)
     graph = extract(recorded["main"], name="main").graph
     schedule = schedule_of(recorded, "main")
-    rewrite = RProgramPass("ios", num_veus=threads, cost_model=cost, kernels=kernels)
     out = {}
     for label, keep in (("rPrograms", set(ranked_stages(decisions))), ("in turn", set())):
         info: dict = {}

@@ -34,7 +34,7 @@ from ..passes.ios_pass import IOSPass
 from ..passes.rprogram_pass import RProgramPass
 
 __all__ = ["stage_cost_model", "build_default", "build_tuned", "build_stages",
-           "build_rprogram", "stage_log", "STAGE_LOG"]
+           "build_rprogram", "rprogram_plan", "stage_log", "STAGE_LOG"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +92,31 @@ def stage_log(kernels) -> Path | None:
     return kernels.path / STAGE_LOG if kernels is not None else None
 
 
+def rprogram_plan(mod, kernels, num_veus: int, measurer=None, balance: bool = False,
+                  decisions: list | None = None, cost=None, from_log: bool = False,
+                  **ios_options):
+    """The schedule the rProgram column starts from, before the whole-model judge.
+
+    Returns ``(recorded, cost, rewrite)``: ``mod`` with the schedule recorded (each
+    concurrent stage kept only if judged faster than its groups in turn: with more than one
+    vEU, by both sides measured into the stage log with ``measurer``, or with ``from_log``
+    by the log's measured figures alone; else by ``cost``), the cost model (default
+    :func:`stage_cost_model`), and the ``RProgramPass`` that lowers it (None for one vEU).
+    Each stage decision is appended to ``decisions``.
+    """
+    engine = "balanced" if balance else "rprogram"
+    cost = cost or stage_cost_model(mod, kernels, engine=engine)
+    judges = None
+    if (measurer is not None or from_log) and num_veus > 1:
+        judges = stage_judges(mod, stage_log(kernels), measurer, kernels,
+                              str(kernels.target) if kernels is not None else None, engine)
+    recorded = rprogram_schedule(mod, cost, decisions=decisions, judges=judges,
+                                 **ios_options)
+    rewrite = RProgramPass("ios", num_veus=num_veus, cost_model=cost, kernels=kernels,
+                           balance=balance) if num_veus > 1 else None
+    return recorded, cost, rewrite
+
+
 def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = None,
                    measurer=None, balance: bool = False, cover: int = 0, **ios_options):
     """Concurrent stages as rPrograms of ``num_veus`` vEUs, tuned kernels; with ``measurer``
@@ -100,21 +125,13 @@ def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = N
     whole model (:func:`~tvm_ios.cost.model_judge.judge_module`; without ``measurer``, by
     its logged figures where the log has them); ``cover``: as :func:`build_tuned`."""
     info = info if info is not None else {}
-    engine = "balanced" if balance else "rprogram"
-    cost = cost or stage_cost_model(mod, kernels, engine=engine)
     info["fallback"] = []
     info["veus"] = num_veus
-    judges = None
-    if measurer is not None and num_veus > 1:
-        judges = stage_judges(mod, stage_log(kernels), measurer, kernels,
-                              str(kernels.target) if kernels is not None else None, engine)
-    recorded = rprogram_schedule(mod, cost, decisions=info["fallback"], judges=judges,
-                                 **ios_options)
-    if num_veus <= 1:
+    recorded, _, rewrite = rprogram_plan(mod, kernels, num_veus, measurer, balance,
+                                         info["fallback"], cost, **ios_options)
+    if rewrite is None:
         info["rprograms"] = 0
         return _compile_tuned(recorded, kernels, info, cover)
-    rewrite = RProgramPass("ios", num_veus=num_veus, cost_model=cost, kernels=kernels,
-                           balance=balance)
     built: dict = {}  # id(executable) -> what its build recorded
 
     def lower(candidate):

@@ -18,6 +18,7 @@ import numpy as np
 from tvm import relax
 
 from .. import _tvm
+from ..kernels.prepack import is_rprogram
 
 __all__ = ["kernel_profile", "torch_profile", "onnx_profile"]
 
@@ -78,7 +79,7 @@ def kernel_profile(mod, executable, threads: int, top: int = 15, number: int = 1
             continue
         rows.append({"kernel": name, "calls": count, "us": round(us, 1),
                      "total_us": round(us * count, 1),
-                     "rprogram": bool(func.attrs is not None and "tvm_ios.rprogram" in func.attrs),
+                     "rprogram": is_rprogram(func),
                      "cold": cold})
     rows.sort(key=lambda r: -r["total_us"])
     return rows[:top] + ([{"kernel": f"({len(rows) - top} more)", "total_us": round(
