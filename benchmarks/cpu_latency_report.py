@@ -10,6 +10,7 @@ import datetime
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 COLUMNS = ("PyTorch eager", "torch.compile", "ONNX Runtime sequential",
@@ -17,7 +18,6 @@ COLUMNS = ("PyTorch eager", "torch.compile", "ONNX Runtime sequential",
            "tvm-ios stages (tuned)", "tvm-ios rProgram (tuned)")
 BASELINES = COLUMNS[:4]
 ROOT = Path(__file__).resolve().parents[1]
-IN_SITU = "in situ"  # the key of a verdict's in-situ candidate (tvm_ios.cost.model_judge)
 
 
 def _git(*args) -> str | None:
@@ -206,31 +206,17 @@ def _profiles(results: dict, top: int = 6) -> list[str]:
 
 
 def _model_judge_lines(name: str, t, verdict: dict) -> list[str]:
-    """What the whole model measured with the best n of the kept stages concurrent, and with
-    those that gain when priced inside the model (:mod:`tvm_ios.cost.model_judge`)."""
-    figures = dict(verdict.get("figures") or {})
+    """What the whole model measured with the best n of the kept stages concurrent
+    (:mod:`tvm_ios.cost.model_judge`)."""
+    figures = {int(n): us for n, us in (verdict.get("figures") or {}).items()}
     if not figures:
         return []
-    in_situ = figures.pop(IN_SITU, None)
     how = "measured" if verdict.get("measured") else "from the stage log"
-    each = ", ".join(f"{n or 'none'}: {us / 1e3:.2f} ms" for n, us in sorted(
-        ((int(n), us) for n, us in figures.items()), reverse=True))
-    if in_situ is not None:
-        each += f"; those priced faster inside the model: {in_situ / 1e3:.2f} ms"
-    chosen = " (those priced in the model)" if verdict.get("chosen") == IN_SITU else ""
-    lines = [f"{name}, {t} threads, judged in the whole model ({how}): the best n of the "
-             f"{verdict['ranked']} kept stages (by measured gain) concurrent, the rest in "
-             f"turn: {each}; kept **{verdict['kept']}**{chosen}.", ""]
-    blocks = verdict.get("in_situ") or []
-    if blocks:
-        won = [b for b in blocks if b["gain_us"] > 0]
-        lines += [f"{name}, {t} threads, each stage priced inside the model (the calls of "
-                  f"the build with all {verdict['ranked']} as rPrograms against the build "
-                  f"with their ops in turn): {len(won)} of {len(blocks)} blocks faster as "
-                  f"rPrograms, {sum(b['gain_us'] for b in won) / 1e3:.2f} ms gained by them, "
-                  f"{-sum(b['gain_us'] for b in blocks if b not in won) / 1e3:.2f} ms lost by "
-                  "the others.", ""]
-    return lines
+    each = ", ".join(f"{n or 'none'}: {us / 1e3:.2f} ms" for n, us in sorted(figures.items(),
+                                                                           reverse=True))
+    return [f"{name}, {t} threads, judged in the whole model ({how}): the best n of the "
+            f"{verdict['ranked']} kept stages (by measured gain) concurrent, the rest in turn: "
+            f"{each}; kept **{verdict['kept']}**.", ""]
 
 
 def _ceiling_lines(name: str, ceilings: dict) -> list[str]:

@@ -149,9 +149,9 @@ def model_judge_pass(target, opts, kernels, decisions: list, lower):
     """The whole-model judge of the rProgram engine on ``llvm``
     (:func:`~tvm_ios.cost.model_judge.judge_module`): the concurrent stages the stage judges
     kept (``decisions``), judged again in the whole model, each candidate built with
-    ``lower(mod) -> (compiled module, executable)`` when ``opts.measure``, from logged
-    figures otherwise; None where there is nothing to judge (another engine, policy or
-    target, a given schedule, one pool worker, no stage log and no measuring)."""
+    ``lower(mod) -> executable`` when ``opts.measure``, from logged figures otherwise; None
+    where there is nothing to judge (another engine, policy or target, a given schedule,
+    one pool worker, no stage log and no measuring)."""
     from .kernels.vdevice import pool_threads  # noqa: PLC0415
 
     if opts.engine != "rprogram" or opts.policy != "ios" or target.kind.name != "llvm" \

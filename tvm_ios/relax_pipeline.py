@@ -160,8 +160,7 @@ class Pipeline:
         lowering += [lambda _m, p=p: p for p in kernel_passes(kernels, target, opts.cover)]
 
         def lower(mod):  # a candidate of the whole-model judge, built as the model will be
-            lowered = _run(lowering, mod)
-            return lowered, _tvm.compile_module(lowered, target, default_build(target))
+            return _tvm.compile_module(_run(lowering, mod), target, default_build(target))
         steps.append(schedule)
         steps.append(lambda _m: model_judge_pass(target, opts, kernels, decisions, lower))
         return steps + lowering

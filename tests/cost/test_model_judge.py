@@ -4,8 +4,8 @@ import time
 import pytest
 
 from tvm_ios.cost.log import MeasureLog
-from tvm_ios.cost.model_judge import (IN_SITU, ModelJudge, candidate_sizes, judge_module,
-                                      keep_only, ranked_stages)
+from tvm_ios.cost.model_judge import (ModelJudge, candidate_sizes, judge_module, keep_only,
+                                      ranked_stages)
 from tvm_ios.graph.opgraph import OpGraph, OpNode
 from tvm_ios.schedule.schedule import Schedule, Stage
 
@@ -86,52 +86,6 @@ def test_the_fastest_whole_model_wins_and_is_logged(tmp_path, times, kept):
     assert _concurrent(again) == kept and not logged.measured and logged.kept == len(kept)
 
 
-class _Traced:
-    """A build that runs ``us`` and traces its calls: a, the b/c stage (an rProgram of 30 us
-    or its ops in turn, 20 us each), d, the e/f stage (50 us, or 20 + 20), g."""
-
-    stages = {"rp_cb": frozenset("cb"), "rp_ef": frozenset("ef")}
-
-    def __init__(self, concurrent, us):
-        self.concurrent, self.run = concurrent, _slow(us)
-
-    def __call__(self):
-        self.run()
-
-    def trace(self):
-        cb = [("rp_cb", 30)] if ("c", "b") in self.concurrent else [("k_c", 20), ("k_b", 20)]
-        ef = [("rp_ef", 50)] if ("e", "f") in self.concurrent else [("k_e", 20), ("k_f", 20)]
-        return [(n, us * 1e-6) for n, us in [("a", 10), *cb, ("d", 10), *ef, ("g", 10)]]
-
-
-def test_stages_priced_in_situ_make_a_candidate_of_their_own(tmp_path):
-    # the judges ranked e/f first (5 us alone), but in the model e/f loses 10 us and b/c
-    # gains 10: keeping b/c alone, no prefix of the ranking, is the fastest model
-    times = {frozenset(): 900, frozenset({("e", "f")}): 1000,
-             frozenset({("e", "f"), ("c", "b")}): 950, frozenset({("c", "b")}): 500}
-    built = []
-
-    def build(schedule):
-        built.append(_concurrent(schedule))
-        return _Traced(_concurrent(schedule), times[frozenset(_concurrent(schedule))])
-
-    log = tmp_path / "log.jsonl"
-    # logged before without traces: every prefix of the ranking, but nothing priced in situ
-    _judge(log).judge(GRAPH, SCHEDULE, DECISIONS, lambda s: _slow(700))
-    out, verdict = _judge(log).judge(GRAPH, SCHEDULE, DECISIONS, build)
-    assert _concurrent(out) == {("c", "b")} and verdict.chosen == IN_SITU
-    assert verdict.kept == 1 and verdict.measured and len(built) == 4
-    assert [(b["gain_us"], b["stages"]) for b in verdict.in_situ] == \
-        [(10.0, [["b", "c"]]), (-10.0, [["e", "f"]])]
-    assert "priced in situ" in str(verdict)
-    records = [r for r in MeasureLog(log).records if "in_situ" in r.stage]
-    assert [r.stage["in_situ"] for r in records] == [[["c", "b"]]]
-    # a later build decides from the log alone, the in-situ candidate included
-    again, logged = _judge(log).judge(GRAPH, SCHEDULE, DECISIONS, None)
-    assert _concurrent(again) == {("c", "b")} and logged.chosen == IN_SITU
-    assert not logged.measured
-
-
 def test_without_every_candidate_logged_the_schedule_stays(tmp_path):
     out, verdict = _judge(tmp_path / "none.jsonl").judge(GRAPH, SCHEDULE, DECISIONS, None)
     assert out is SCHEDULE and verdict.kept == 2 and not verdict.figures
@@ -165,40 +119,12 @@ def test_judge_module_builds_runs_and_keeps_outputs(tiny, tmp_path):
 
     def lower(mod):
         lowered.append(mod)
-        mod = RProgramPass("ios", num_veus=2)(mod)
-        return mod, _tvm.compile_module(mod, "llvm")
+        return _tvm.compile_module(RProgramPass("ios", num_veus=2)(mod), "llvm")
 
     judged, verdict, exe = judge_module(recorded, decisions, lower, log=tmp_path / "l.jsonl",
                                         threads=2)
-    # the candidates, and the one priced in situ: built unless it is one of them
-    assert verdict.measured and IN_SITU in verdict.figures and verdict.in_situ
-    assert len(verdict.figures) >= 3
-    assert len(lowered) in (len(verdict.figures) - 1, len(verdict.figures))
+    assert verdict.measured and len(lowered) == len(verdict.figures) >= 2
     assert len(_concurrent(schedule_of(judged))) == verdict.kept
     inputs = random_inputs(tiny)
     reference = run(_tvm.compile_module(tiny, "llvm"), inputs)
     np.testing.assert_allclose(run(exe, inputs), reference, rtol=1e-4, atol=1e-4)
-
-
-def test_a_verdict_priced_in_situ_is_plain_data_the_table_renders(tmp_path):
-    """The CPU table keeps ``vars(verdict)`` in its JSON and renders it from there."""
-    import importlib.util
-    import json
-    import re
-    from pathlib import Path
-
-    times = {frozenset(): 900, frozenset({("e", "f")}): 1000,
-             frozenset({("e", "f"), ("c", "b")}): 950, frozenset({("c", "b")}): 500}
-    _, verdict = _judge(tmp_path / "log.jsonl").judge(
-        GRAPH, SCHEDULE, DECISIONS,
-        lambda s: _Traced(_concurrent(s), times[frozenset(_concurrent(s))]))
-    data = json.loads(json.dumps(vars(verdict)))
-    report = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_latency_report.py"
-    spec = importlib.util.spec_from_file_location("cpu_latency_report", report)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    text = " ".join(module._model_judge_lines("m", 2, data))
-    number = r"\d\.\d\d ms"
-    assert re.search(f"2: {number}, 1: {number}, none: {number}; those priced faster inside "
-                     rf"the model: 0\.5\d ms; kept \*\*1\*\* \(those priced", text), text
-    assert "1 of 2 blocks faster as rPrograms, 0.01 ms gained by them, 0.01 ms lost" in text

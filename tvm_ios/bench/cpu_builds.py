@@ -138,7 +138,7 @@ def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = N
         sub: dict = {}
         executable = _compile_tuned(rewrite(candidate), kernels, sub, cover)
         built[id(executable)] = {**sub, "rprograms": len(rewrite.programs)}
-        return sub["_module"], executable
+        return executable
 
     judged, verdict, executable = judge_module(
         recorded, info["fallback"], lower if measurer is not None else None,
@@ -146,6 +146,6 @@ def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = N
         kernels=kernels, threads=num_veus)
     info["model_judge"] = vars(verdict)
     if executable is None:
-        _, executable = lower(judged)
+        executable = lower(judged)
     info.update(built[id(executable)])
     return executable

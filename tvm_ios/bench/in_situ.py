@@ -20,7 +20,6 @@ import time
 
 from .. import _tvm
 from ..kernels.prepack import is_rprogram
-from ..runtime.instrument import CallClock, compiled_kernels
 
 __all__ = ["in_situ_profile", "compare_in_situ", "rprogram_gain", "kernel_names"]
 
@@ -30,9 +29,32 @@ logger = logging.getLogger(__name__)
 def kernel_names(mod) -> tuple[set, set]:
     """``(kernels, rprograms)``: names of the PrimFuncs of a compiled module, and of those
     that are rProgram kernels."""
-    funcs = compiled_kernels(mod)
+    funcs = {gv.name_hint: f for gv, f in mod.functions.items()
+             if isinstance(f, _tvm.tirx.PrimFunc)}
     rprograms = {k for k, f in funcs.items() if is_rprogram(f)}
     return set(funcs), rprograms
+
+
+class _Clock:
+    """The VM instrument: per call name, seconds and calls of the current run."""
+
+    def __init__(self):
+        self.seconds: dict = {}
+        self.calls: dict = {}
+        self._start = 0.0
+
+    def __call__(self, func, name, before_run, ret_value, *args):
+        now = time.perf_counter()
+        if before_run:
+            self._start = now
+        else:
+            self.seconds[name] = self.seconds.get(name, 0.0) + now - self._start
+            self.calls[name] = self.calls.get(name, 0) + 1
+        return 0  # run the call (VMInstrumentReturnKind.kNoOp)
+
+    def clear(self) -> None:
+        self.seconds.clear()
+        self.calls.clear()
 
 
 def _median_us(values) -> float:
@@ -97,7 +119,7 @@ def compare_in_situ(builds: dict, inputs: list, threads: int, rounds: int = 20,
             start = time.perf_counter()
             vm["main"](*args)
             plain[label].append(time.perf_counter() - start)
-    clock, runs = CallClock(), {label: [] for label in builds}
+    clock, runs = _Clock(), {label: [] for label in builds}
     for vm in vms.values():
         _tvm.set_vm_instrument(vm, clock)
     for _ in range(rounds):

@@ -8,17 +8,12 @@ asks the model: it ranks the kept stages by their judged gain, builds the whole 
 the best ``n`` of them concurrent for ``n`` = all, half, a quarter, ..., one, none (the rest
 in turn), times the builds round-robin on one input, calls back to back as a model runs, and
 keeps the fastest; with none, the model is its tuned kernels in turn, so the schedule it
-keeps was measured no slower than that. Where the builds trace their calls, the stages are
-also priced inside the model (:mod:`.in_situ_judge`: the build with all of them concurrent
-against the build with none, call by call), and the schedule keeping just those that gain
-there (``IN_SITU``) is one more candidate, timed beside the others.
+keeps was measured no slower than that.
 
 Each candidate's figure is appended to the stage log as a whole-model record (``stage``
 ``{"strategy": "model", ...}``) under a key naming the graph, the stages kept, the kernel
 database and the thread count; a later build on the same device decides from the log alone
-when every candidate is there (``measure=False``), and leaves the schedule as it is when not;
-the in-situ candidate's record names its stages (``stage["in_situ"]``), and a log without
-one has the candidates measured again where the builds trace.
+when every candidate is there (``measure=False``), and leaves the schedule as it is when not.
 """
 from __future__ import annotations
 
@@ -32,14 +27,12 @@ from typing import Callable
 from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule
 from .fallback import in_turn
-from .in_situ_judge import in_situ_keep, stage_blocks
 from .log import LogRecord, MeasureLog
 
-__all__ = ["ranked_stages", "candidate_sizes", "keep_only", "ModelJudge", "Verdict", "IN_SITU",
+__all__ = ["ranked_stages", "candidate_sizes", "keep_only", "ModelJudge", "Verdict",
            "judge_module"]
 
 logger = logging.getLogger(__name__)
-IN_SITU = "in situ"  # the label of the candidate whose stages were priced in the model
 
 
 def ranked_stages(decisions: list[dict]) -> list[tuple]:
@@ -75,27 +68,20 @@ def keep_only(graph: OpGraph, schedule: Schedule, keep) -> Schedule:
 
 @dataclass
 class Verdict:
-    """What :meth:`ModelJudge.judge` decided: ``kept`` of ``ranked`` stages stay concurrent,
-    those of candidate ``chosen``; ``figures`` maps each candidate (its count of the ranked
-    stages, or ``IN_SITU``) to its whole-model median (us), where known; ``in_situ`` holds
-    the blocks the stages were priced by in the model (:func:`~.in_situ_judge.
-    stage_blocks`), where traced."""
+    """What :meth:`ModelJudge.judge` decided: ``kept`` of ``ranked`` stages stay concurrent;
+    ``figures`` maps each candidate's count to its whole-model median (us), where known."""
 
     ranked: int
     kept: int
     figures: dict = field(default_factory=dict)
     measured: bool = False
-    chosen: int | str | None = None
-    in_situ: list = field(default_factory=list)
 
     def __str__(self) -> str:
         seq = self.figures.get(0)
-        mine = self.figures.get(self.kept if self.chosen is None else self.chosen)
+        mine = self.figures.get(self.kept)
         timing = f" ({mine:.1f} us against {seq:.1f} us in turn)" if seq and mine else ""
         how = "measured" if self.measured else "logged" if self.figures else "not judged"
-        which = " (priced in situ)" if self.chosen == IN_SITU else ""
-        return (f"{self.kept} of {self.ranked} concurrent stages kept in the model{which}, "
-                f"{how}{timing}")
+        return f"{self.kept} of {self.ranked} concurrent stages kept in the model, {how}{timing}"
 
 
 class ModelJudge:
@@ -128,24 +114,13 @@ class ModelJudge:
         return f"model-{graph.fingerprint()[:16]}-{digest}{self.tag}"
 
     def logged(self, graph: OpGraph, candidates: dict) -> dict:
-        """``{label: median us}`` of the candidate schedules the log has (the in-situ
-        candidate's from its own record, :meth:`in_situ_record`)."""
+        """``{n: median us}`` of the candidate schedules the log has."""
         out = {}
-        for label, schedule in candidates.items():
-            record = self.in_situ_record(graph) if label == IN_SITU else \
-                self.log.lookup(self.key(graph, schedule), self.target, self.device_key)
+        for n, schedule in candidates.items():
+            record = self.log.lookup(self.key(graph, schedule), self.target, self.device_key)
             if record is not None:
-                out[label] = record.median_us
+                out[n] = record.median_us
         return out
-
-    def in_situ_record(self, graph: OpGraph):
-        """The latest whole-model record of this graph, kernels and threads whose stages
-        were priced in situ (``stage["in_situ"]``: the op lists kept), or None."""
-        prefix = f"model-{graph.fingerprint()[:16]}-"
-        found = [r for r in self.log.for_device(self.target, self.device_key)
-                 if "in_situ" in r.stage and r.key.startswith(prefix)
-                 and r.key.endswith(self.tag)]
-        return found[-1] if found else None
 
     def judge(self, graph: OpGraph, schedule: Schedule, decisions: list[dict],
               build: Callable[[Schedule], Callable[[], None]] | None = None,
@@ -153,60 +128,30 @@ class ModelJudge:
         """The schedule with only the ranked stages the whole model gains from.
 
         ``build(schedule)`` returns a function running the model built with ``schedule``
-        once (and waiting for it); where it also has ``trace()`` and ``stages``
-        (:class:`~tvm_ios.runtime.instrument.TracedRun`, ``rProgram kernel -> ops``), the
-        stages are also priced in situ (:mod:`.in_situ_judge`) and the schedule keeping
-        those that gain there is a candidate too. Without ``build`` only logged figures
-        decide, and only when the log has every candidate.
+        once (and waiting for it); without it only logged figures decide, and only when the
+        log has every candidate.
         """
         ranked = ranked_stages(decisions)
         if not ranked:
             return schedule, Verdict(0, 0)
         candidates = {n: keep_only(graph, schedule, set(ranked[:n]))
                       for n in candidate_sizes(len(ranked), most)}
-        record = self.in_situ_record(graph)
-        if record is not None:
-            keep = {tuple(ops) for ops in record.stage["in_situ"]}
-            candidates[IN_SITU] = keep_only(graph, schedule, keep)
         figures = self.logged(graph, candidates)
-        measured = build is not None and (len(figures) < len(candidates) or record is None)
-        blocks: list = []
+        measured = build is not None and len(figures) < len(candidates)
         if measured:
-            candidates.pop(IN_SITU, None)  # priced again here, where the builds trace
             runs = {n: build(s) for n, s in candidates.items()}
-            blocks = self._price_in_situ(graph, schedule, ranked, candidates, runs, build)
             figures = self._measure(graph, candidates, runs, len(ranked))
         if len(figures) < len(candidates):
             logger.info("whole-model judge: %d of %d candidates logged, schedule kept as "
                         "the stage judges left it", len(figures), len(candidates))
             return schedule, Verdict(len(ranked), len(ranked))
-        best = min(candidates, key=lambda n: (figures[n], str(n)))
-        verdict = Verdict(len(ranked), _concurrent_count(candidates[best]), figures,
-                          measured, best, blocks)
+        best = min(candidates, key=lambda n: (figures[n], n))
+        verdict = Verdict(len(ranked), best, figures, measured)
         logger.info("whole-model judge: %s; candidates %s", verdict,
                     {n: round(v, 1) for n, v in figures.items()})
         out = candidates[best]
         out.stats["model_judge"] = str(verdict)
         return out, verdict
-
-    def _price_in_situ(self, graph, schedule, ranked, candidates, runs, build) -> list:
-        """Trace the builds with every ranked stage concurrent and with none, price each
-        stage in the model, and add the schedule keeping those that gain as candidate
-        ``IN_SITU`` (its run the same candidate's where it is one already)."""
-        every, none = runs[len(ranked)], runs[0]
-        if not (hasattr(every, "trace") and hasattr(none, "trace")):
-            return []
-        traces: dict = {len(ranked): [], 0: []}
-        for _ in range(self.rounds):
-            for n in traces:
-                traces[n].append(runs[n].trace())
-        blocks = stage_blocks(traces[len(ranked)], traces[0], every.stages)
-        keep = in_situ_keep(blocks, ranked)
-        candidates[IN_SITU] = keep_only(graph, schedule, keep)
-        same = [n for n in runs if _concurrent(candidates[n]) == _concurrent(
-            candidates[IN_SITU])]
-        runs[IN_SITU] = runs[same[0]] if same else build(candidates[IN_SITU])
-        return blocks
 
     def _measure(self, graph: OpGraph, candidates: dict, runs: dict, ranked: int) -> dict:
         """Time the candidates round-robin, log and return their medians (us)."""
@@ -221,23 +166,10 @@ class ModelJudge:
         figures = {}
         for n, secs in samples.items():
             figures[n] = statistics.median(secs) * 1e6
-            stage = {"strategy": "model", "kept": _concurrent_count(candidates[n]),
-                     "ranked": ranked}
-            if n == IN_SITU:
-                stage["in_situ"] = sorted(list(ops) for ops in _concurrent(candidates[n]))
-            self.log.append(LogRecord(self.key(graph, candidates[n]), self.target,
-                                      self.device_key, secs, figures[n], stage=stage))
+            self.log.append(LogRecord(
+                self.key(graph, candidates[n]), self.target, self.device_key, secs,
+                figures[n], stage={"strategy": "model", "kept": n, "ranked": ranked}))
         return figures
-
-
-def _concurrent(schedule: Schedule) -> set:
-    """The op tuples of a schedule's concurrent stages of several groups."""
-    return {tuple(s.ops) for s in schedule.stages
-            if s.strategy == "concurrent" and len(s.groups) > 1}
-
-
-def _concurrent_count(schedule: Schedule) -> int:
-    return len(_concurrent(schedule))
 
 
 def judge_module(mod, decisions: list[dict], lower=None, log=None, target="llvm", kernels=None,
@@ -252,10 +184,8 @@ def judge_module(mod, decisions: list[dict], lower=None, log=None, target="llvm"
     decisions : list of dict
         The stage judges' decisions (:func:`~.fallback.sequential_fallback`).
     lower : callable, optional
-        ``lower(candidate_mod) -> (compiled_mod, executable)``: builds a candidate as the
-        model will run (rPrograms, tuned kernels), and returns the Relax module it compiled
-        (its rProgram kernels name their ops: the stages are priced in situ) beside the
-        executable; None decides from logged figures only.
+        ``lower(candidate_mod) -> executable``: builds a candidate as the model will run
+        (rPrograms, tuned kernels); None decides from logged figures only.
     log, target, kernels, threads
         The stage log; the target and kernel database the candidates are built with, and
         TVM's pool size (they name the figures in the log).
@@ -267,25 +197,20 @@ def judge_module(mod, decisions: list[dict], lower=None, log=None, target="llvm"
         candidate's executable when candidates were built.
     """
     from ..graph.extract import extract  # noqa: PLC0415  (passes and runtime sit above)
-    from ..kernels.prepack import rprogram_stages  # noqa: PLC0415
     from ..passes.apply_schedule import record_schedule, schedule_of  # noqa: PLC0415
-    from ..runtime.compare import random_inputs  # noqa: PLC0415
-    from ..runtime.instrument import TracedRun  # noqa: PLC0415
+    from ..runtime.compare import caller, random_inputs  # noqa: PLC0415
     from .measure import Measurer  # noqa: PLC0415
 
     probe = Measurer(target)
     fingerprint = kernels.fingerprint if kernels is not None else "none"
     judge = ModelJudge(log, probe.target_str, probe.device_key, f"-k{fingerprint}-t{threads}")
-    built: dict = {}  # the concurrent stages of a candidate -> its executable
+    built: dict = {}
 
     def build(schedule):
-        compiled, executable = lower(record_schedule(mod, func_name, schedule))
-        built[frozenset(_concurrent(schedule))] = executable
-        return TracedRun(executable, random_inputs(mod, func_name),
-                         rprogram_stages(compiled), func_name)
+        built[id(schedule)] = lower(record_schedule(mod, func_name, schedule))
+        return caller(built[id(schedule)], random_inputs(mod, func_name))
 
     graph = extract(mod[func_name], name=func_name).graph
     schedule, verdict = judge.judge(graph, schedule_of(mod, func_name), decisions,
                                     build if lower is not None else None)
-    return (record_schedule(mod, func_name, schedule), verdict,
-            built.get(frozenset(_concurrent(schedule))))
+    return record_schedule(mod, func_name, schedule), verdict, built.get(id(schedule))

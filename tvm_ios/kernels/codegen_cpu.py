@@ -153,8 +153,7 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
                                               *barriers.report(program.name)]),
                         alloc_buffers=[barriers.steps] + scratch)
     func = tirx.PrimFunc(params, s_tir.SBlockRealize([], True, root))
-    return func.with_attr("tirx.noalias", True).with_attr("tvm_ios.rprogram", program.name) \
-        .with_attr("tvm_ios.rprogram_ops", sorted(program.ops))
+    return func.with_attr("tirx.noalias", True).with_attr("tvm_ios.rprogram", program.name)
 
 
 def _veu_scratch(program, steps_of, buffers, scratch) -> tuple[list, list]:

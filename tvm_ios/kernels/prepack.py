@@ -29,8 +29,7 @@ from tvm import relax
 from .. import _tvm
 
 __all__ = ["LAYOUT_FREE", "PLAIN", "mark_layout_free", "mark_packed", "unmark", "fold_packed",
-           "kernels_of", "with_functions", "is_marked", "is_rprogram", "rprogram_ops",
-           "rprogram_stages"]
+           "kernels_of", "with_functions", "is_marked"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,20 +48,6 @@ def mark_layout_free(mod):
 def is_rprogram(func) -> bool:
     """Whether a PrimFunc is an rProgram (its kernels are the serial variants')."""
     return func.attrs is not None and "tvm_ios.rprogram" in func.attrs
-
-
-def rprogram_ops(func) -> frozenset | None:
-    """The ops an rProgram PrimFunc runs (its stage's, and the glue ops between them that
-    its regions took in), None for another PrimFunc."""
-    if not is_rprogram(func) or "tvm_ios.rprogram_ops" not in func.attrs:
-        return None
-    return frozenset(str(op) for op in func.attrs["tvm_ios.rprogram_ops"])
-
-
-def rprogram_stages(mod) -> dict:
-    """``kernel name -> the ops it runs`` of the rProgram kernels of a Relax module."""
-    return {gv.name_hint: rprogram_ops(f) for gv, f in mod.functions.items()
-            if isinstance(f, _tvm.tirx.PrimFunc) and rprogram_ops(f)}
 
 
 def kernels_of(mod):
