@@ -48,8 +48,8 @@ def builds(mod, kernels, threads: int, cover: int) -> tuple[dict, dict]:
     its kept stages as rPrograms and in turn: ``({label: (module, executable)}, judged
     figures)``."""
     decisions: list = []
-    recorded, _, rewrite = rprogram_plan(mod, kernels, threads, decisions=decisions,
-                                         from_log=True)
+    recorded, rewrite = rprogram_plan(mod, kernels, threads, decisions=decisions,
+                                      from_log=True)
     graph = extract(recorded["main"], name="main").graph
     schedule = schedule_of(recorded, "main")
     out = {}

@@ -97,11 +97,11 @@ def rprogram_plan(mod, kernels, num_veus: int, measurer=None, balance: bool = Fa
                   **ios_options):
     """The schedule the rProgram column starts from, before the whole-model judge.
 
-    Returns ``(recorded, cost, rewrite)``: ``mod`` with the schedule recorded (each
-    concurrent stage kept only if judged faster than its groups in turn: with more than one
-    vEU, by both sides measured into the stage log with ``measurer``, or with ``from_log``
-    by the log's measured figures alone; else by ``cost``), the cost model (default
-    :func:`stage_cost_model`), and the ``RProgramPass`` that lowers it (None for one vEU).
+    Returns ``(recorded, rewrite)``: ``mod`` with the schedule recorded (each concurrent
+    stage kept only if judged faster than its groups in turn: with more than one vEU, by
+    both sides measured into the stage log with ``measurer``, or with ``from_log`` by the
+    log's measured figures alone; else by ``cost``, default :func:`stage_cost_model`), and
+    the ``RProgramPass`` that lowers it with that cost model (None for one vEU).
     Each stage decision is appended to ``decisions``.
     """
     engine = "balanced" if balance else "rprogram"
@@ -114,7 +114,7 @@ def rprogram_plan(mod, kernels, num_veus: int, measurer=None, balance: bool = Fa
                                  **ios_options)
     rewrite = RProgramPass("ios", num_veus=num_veus, cost_model=cost, kernels=kernels,
                            balance=balance) if num_veus > 1 else None
-    return recorded, cost, rewrite
+    return recorded, rewrite
 
 
 def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = None,
@@ -127,8 +127,8 @@ def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = N
     info = info if info is not None else {}
     info["fallback"] = []
     info["veus"] = num_veus
-    recorded, _, rewrite = rprogram_plan(mod, kernels, num_veus, measurer, balance,
-                                         info["fallback"], cost, **ios_options)
+    recorded, rewrite = rprogram_plan(mod, kernels, num_veus, measurer, balance,
+                                      info["fallback"], cost, **ios_options)
     if rewrite is None:
         info["rprograms"] = 0
         return _compile_tuned(recorded, kernels, info, cover)
