@@ -2,8 +2,9 @@
 
 For each model, at batch 1, on the same weights and input, at each thread count: PyTorch
 eager, torch.compile (CPU inductor), ONNX Runtime sequential / parallel (the model exported
-from its PyTorch form), TVM default, TVM tuned sequential, tvm-ios stages (tuned) and
-tvm-ios rProgram (tuned). Every column's output is checked against TVM's default build
+from its PyTorch form), TVM default, TVM tuned sequential, tvm-ios sequential (tuned) (the
+graph as tvm-ios takes it, dead convolution taps cut, ops in model order), tvm-ios stages
+(tuned) and tvm-ios rProgram (tuned). Every column's output is checked against TVM's default build
 (``max_abs_diff``) before it is timed; a column that differs by more than ``--tolerance``
 is reported, not timed. Columns are timed round-robin, ``--rounds`` rounds of ``--repeat``
 calls each (the machine may be noisy), and each column's median over all calls is kept.
@@ -74,6 +75,9 @@ def _tvm_columns(mod, kernels, threads: list[int], info: dict, measurer=None,
     info["TVM tuned sequential"] = {}
     out["TVM tuned sequential"] = cpu_builds.build_tuned(mod, kernels,
                                                          info["TVM tuned sequential"], cover)
+    info["tvm-ios sequential (tuned)"] = {}
+    out["tvm-ios sequential (tuned)"] = cpu_builds.build_ios_sequential(
+        mod, kernels, info["tvm-ios sequential (tuned)"], cover)
     info["tvm-ios stages (tuned)"] = {}
     out["tvm-ios stages (tuned)"] = cpu_builds.build_stages(mod, kernels, info=info[
         "tvm-ios stages (tuned)"], cover=cover)

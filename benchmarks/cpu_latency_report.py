@@ -15,7 +15,7 @@ from pathlib import Path
 
 COLUMNS = ("PyTorch eager", "torch.compile", "ONNX Runtime sequential",
            "ONNX Runtime parallel", "TVM default", "TVM tuned sequential",
-           "tvm-ios stages (tuned)", "tvm-ios rProgram (tuned)")
+           "tvm-ios sequential (tuned)", "tvm-ios stages (tuned)", "tvm-ios rProgram (tuned)")
 BASELINES = COLUMNS[:4]
 ROOT = Path(__file__).resolve().parents[1]
 

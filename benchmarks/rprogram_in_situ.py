@@ -49,7 +49,7 @@ def builds(mod, kernels, threads: int, cover: int) -> tuple[dict, dict]:
     figures)``."""
     decisions: list = []
     recorded, rewrite = rprogram_plan(mod, kernels, threads, decisions=decisions,
-                                      from_log=True)
+                                      from_log=True, cover=cover)
     graph = extract(recorded["main"], name="main").graph
     schedule = schedule_of(recorded, "main")
     out = {}

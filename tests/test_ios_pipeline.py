@@ -214,3 +214,33 @@ def test_bad_options_say_what():
         pipeline(r=0)
     with pytest.raises(ValueError, match="/db is not a kernel database"):
         pipeline(kernels="/db")
+
+
+def _dead_taps_model():
+    """Two branches of 1x7 and 7x1 convolutions on a 3x3 map: their outer taps read only
+    padding (weights bound, as the builds bind them)."""
+    from tvm import relax
+    rng = np.random.default_rng(0)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 8, 3, 3), "float32"))
+
+    def conv(kernel, padding):
+        w = relax.const(rng.standard_normal((8, 8, *kernel)).astype("float32"))
+        return bb.emit(relax.op.nn.relu(bb.emit(relax.op.nn.conv2d(x, w, padding=padding))))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a, b = conv((1, 7), (0, 3, 0, 3)), conv((7, 1), (3, 0, 3, 0))
+            gv = bb.emit_output(bb.emit(relax.op.concat([a, b], axis=1)))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_ios_cuts_dead_taps_first_and_matches_default():
+    mod = _dead_taps_model()
+    p = pipeline()
+    executable = tvm.compile(mod, "llvm", relax_pipeline=p)
+    _check_matches(mod, executable)
+    assert p.report["passes"][0] == "TrimDeadTaps" and p.report["trimmed_convs"] == 2
+    off = pipeline(trim=False)
+    tvm.compile(mod, "llvm", relax_pipeline=off)
+    assert "TrimDeadTaps" not in off.report["passes"] and "trimmed_convs" not in off.report

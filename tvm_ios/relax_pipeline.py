@@ -9,6 +9,9 @@
 It runs, under the target ``tvm.compile`` enters, these steps (each a small function of
 :mod:`tvm_ios.pipeline_steps`, so adding one is one line in :meth:`Pipeline.steps`):
 
+0. ``trim_for_kernels`` (``trim=True``, the default): ``TrimDeadTaps``, the kernel taps of a
+   convolution that read only zero padding cut from its (bound) weights, so they are
+   neither read nor multiplied (with a kernel database lacking the trimmed kernels: not);
 1. ``graphturbo_passes`` (``graphturbo=`` a hardware preset): ``GroupSubgraphs`` →
    ``SplitInstances`` → ``OrderInstances``, instances inline so that the next steps
    schedule and emit their ops;
@@ -39,6 +42,7 @@ from .passes.apply_schedule import schedule_of
 from .pipeline_steps import (cost_model_for, default_build, engine_pass, fallback_judges,
                              graphturbo_hw, graphturbo_passes, kernel_passes, model_judge_pass,
                              open_kernel_db, schedule_pass)
+from .passes.trim_dead_taps import trim_for_kernels
 from .runtime.library import attach_metadata, function_inputs
 
 __all__ = ["pipeline", "Pipeline", "VARIANTS", "ENGINES", "cost_model_for"]
@@ -83,7 +87,8 @@ def pipeline(engine: str = "rprogram", graphturbo=None, log=None, kernels=None, 
         stages, a few ways, and keeps the fastest; without it logged figures decide where
         there are some), ``cover`` (with ``kernels``: trials for each convolution or matmul
         kernel of the build the database lacks, tuned into it before the build; default 0:
-        built untuned, with a warning naming them).
+        built untuned, with a warning naming them), ``trim`` (default True: cut the
+        taps of each convolution with bound weights that read only zero padding first).
     """
     return Pipeline(engine=engine, graphturbo=graphturbo, log=log, kernels=kernels, r=r, s=s,
                     **options)
@@ -108,6 +113,7 @@ class Options:
     max_block_bound: float | None = None
     measure: object = False
     cover: int = 0
+    trim: bool = True
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -143,7 +149,7 @@ class Pipeline:
         """The steps in order: each ``make(mod)`` returns the pass to run on ``mod`` as it
         stands then, or None to skip the step."""
         opts, kernels = self.options, self.kernels
-        steps = []
+        steps = [lambda m: trim_for_kernels(m, kernels, opts.cover)] if opts.trim else []
         if opts.graphturbo is not None:
             hw = graphturbo_hw(target) if opts.graphturbo == "auto" else opts.graphturbo
             steps += [lambda _m, p=p: p for p in graphturbo_passes(hw)]
@@ -210,6 +216,8 @@ def _record_step(report: dict, step) -> None:
                                      "tasks": p.num_tasks} for p in step.programs]
     if name == "ApplyKernels":
         report["tuned_kernels"] = "tuned"
+    if name == "TrimDeadTaps":
+        report["trimmed_convs"] = len(step.trimmed)
 
 
 def _record_result(report: dict, mod, func_name: str) -> None:

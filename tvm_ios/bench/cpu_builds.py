@@ -4,6 +4,10 @@
 * ``TVM tuned sequential``: legalized, fused, the kernel database's parallel kernels
   applied, compiled for the database's target (:func:`~tvm_ios.kernels.tuned_build.
   apply_kernels`);
+* ``tvm-ios sequential (tuned)``: the graph as the tvm-ios builds take it
+  (:func:`ios_graph`: the convolution taps that read only padding cut,
+  :class:`~tvm_ios.passes.trim_dead_taps.TrimDeadTaps`), its ops in model order, tuned: what
+  the graph rewrite gains apart from the schedule;
 * ``tvm-ios stages (tuned)``: IOS stages (merges included) one kernel at a time, tuned;
 * ``tvm-ios rProgram (tuned)``: IOS without merges, stages never slower than sequential
   (:func:`~tvm_ios.cost.fallback.rprogram_schedule`; with a measurer both sides of each
@@ -32,9 +36,11 @@ from ..kernels.tuned_build import tuned_functions
 from ..passes.apply_schedule import schedule_of
 from ..passes.ios_pass import IOSPass
 from ..passes.rprogram_pass import RProgramPass
+from ..passes.trim_dead_taps import trim_for_kernels
 
-__all__ = ["stage_cost_model", "build_default", "build_tuned", "build_stages",
-           "build_rprogram", "rprogram_plan", "stage_log", "STAGE_LOG"]
+__all__ = ["stage_cost_model", "build_default", "build_tuned", "build_ios_sequential",
+           "build_stages", "build_rprogram", "rprogram_plan", "ios_graph", "stage_log",
+           "STAGE_LOG"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,10 +82,27 @@ def build_tuned(mod, kernels, info: dict | None = None, cover: int = 0):
     return _compile_tuned(mod, kernels, info if info is not None else {}, cover)
 
 
+def ios_graph(mod, kernels=None, cover: int = 0):
+    """``mod`` (weights bound) as the tvm-ios builds and the ``ios`` pipeline take it: the
+    convolution taps that read only zero padding cut where ``kernels`` (or ``cover``) has
+    the trimmed kernels (:func:`~tvm_ios.passes.trim_dead_taps.trim_for_kernels`)."""
+    trim = trim_for_kernels(mod, kernels, cover)
+    return mod if trim is None else trim(mod)
+
+
+def build_ios_sequential(mod, kernels, info: dict | None = None, cover: int = 0):
+    """:func:`ios_graph` of ``mod``, its ops in model order, tuned (``cover``: as
+    :func:`build_tuned`): the graph rewrite's share of the tvm-ios builds' speed."""
+    return _compile_tuned(ios_graph(mod, kernels, cover), kernels,
+                          info if info is not None else {}, cover)
+
+
 def build_stages(mod, kernels, cost=None, info: dict | None = None, cover: int = 0,
                  **ios_options):
-    """IOS stages one kernel at a time, tuned kernels (``cover``: as :func:`build_tuned`)."""
+    """IOS stages of :func:`ios_graph` one kernel at a time, tuned kernels (``cover``: as
+    :func:`build_tuned`)."""
     info = info if info is not None else {}
+    mod = ios_graph(mod, kernels, cover)
     cost = cost or stage_cost_model(mod, kernels, engine="sequential")
     scheduled = IOSPass(cost, **ios_options)(mod)
     schedule = schedule_of(scheduled)
@@ -94,7 +117,7 @@ def stage_log(kernels) -> Path | None:
 
 def rprogram_plan(mod, kernels, num_veus: int, measurer=None, balance: bool = False,
                   decisions: list | None = None, cost=None, from_log: bool = False,
-                  **ios_options):
+                  cover: int = 0, **ios_options):
     """The schedule the rProgram column starts from, before the whole-model judge.
 
     Returns ``(recorded, rewrite)``: ``mod`` with the schedule recorded (each concurrent
@@ -102,8 +125,10 @@ def rprogram_plan(mod, kernels, num_veus: int, measurer=None, balance: bool = Fa
     both sides measured into the stage log with ``measurer``, or with ``from_log`` by the
     log's measured figures alone; else by ``cost``, default :func:`stage_cost_model`), and
     the ``RProgramPass`` that lowers it with that cost model (None for one vEU).
-    Each stage decision is appended to ``decisions``.
+    Each stage decision is appended to ``decisions``. ``mod`` is taken as
+    :func:`ios_graph` gives it (with ``cover``, as the build will).
     """
+    mod = ios_graph(mod, kernels, cover)
     engine = "balanced" if balance else "rprogram"
     cost = cost or stage_cost_model(mod, kernels, engine=engine)
     judges = None
@@ -128,7 +153,7 @@ def build_rprogram(mod, kernels, num_veus: int, cost=None, info: dict | None = N
     info["fallback"] = []
     info["veus"] = num_veus
     recorded, rewrite = rprogram_plan(mod, kernels, num_veus, measurer, balance,
-                                      info["fallback"], cost, **ios_options)
+                                      info["fallback"], cost, cover=cover, **ios_options)
     if rewrite is None:
         info["rprograms"] = 0
         return _compile_tuned(recorded, kernels, info, cover)

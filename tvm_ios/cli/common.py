@@ -6,8 +6,8 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["add_model_options", "add_ios_options", "load_model", "write_json", "Progress",
-           "make_cost_model", "block_options"]
+__all__ = ["add_model_options", "add_ios_options", "load_model", "load_ios_graph",
+           "write_json", "Progress", "make_cost_model", "block_options"]
 
 
 def add_model_options(parser) -> None:
@@ -65,6 +65,17 @@ def load_model(args):
         return mod, params, path.stem
     mod, params = models.get(spec, batch_size=args.batch, image_size=args.image_size)
     return mod, params, spec
+
+
+def load_ios_graph(args):
+    """``(mod, name)``: ``--model`` with its weights bound and the convolution taps that read
+    only padding cut (:class:`~tvm_ios.passes.trim_dead_taps.TrimDeadTaps`), the graph the
+    ``ios`` pipeline schedules, so that ``tune`` measures and ``schedule`` prices its stages."""
+    from .. import _tvm  # noqa: PLC0415
+    from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
+
+    mod, params, name = load_model(args)
+    return TrimDeadTaps()(_tvm.bind_params(mod, params)), name
 
 
 def write_json(path: str | None, data, provenance: bool = False) -> None:

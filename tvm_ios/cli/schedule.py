@@ -1,8 +1,8 @@
 """``tvm-ios schedule``: schedule a model and print the stage table (and JSON)."""
 from __future__ import annotations
 
-from .common import (Progress, add_ios_options, add_model_options, block_options, load_model,
-                     make_cost_model, write_json)
+from .common import (Progress, add_ios_options, add_model_options, block_options,
+                     load_ios_graph, make_cost_model, write_json)
 from .tune import add_log_options, log_cost_model
 
 __all__ = ["add_parser"]
@@ -26,7 +26,7 @@ def run(args) -> int:
     from ..schedule.baselines import greedy_schedule, sequential_schedule  # noqa: PLC0415
     from ..schedule.ios import ios_schedule  # noqa: PLC0415
 
-    mod, _, name = load_model(args)
+    mod, name = load_ios_graph(args)
     graph = OpGraph.from_relax(mod)
     graph.name = name
     cost = log_cost_model(args, mod) or make_cost_model(args)

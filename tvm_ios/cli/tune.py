@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
-from .common import add_ios_options, add_model_options, load_model, write_json
+from .common import add_ios_options, add_model_options, load_ios_graph, write_json
 from .tune_kernels import add_kernels_option, kernels_of
 
 __all__ = ["add_parser", "add_log_options", "tune_module", "log_cost_model", "StageProgress"]
@@ -197,8 +197,7 @@ def run(args) -> int:
                          "a CPU target")
     from ..cost.measure import MeasureError  # noqa: PLC0415
 
-    mod, params, name = load_model(args)
-    del params  # stages are timed with random weights
+    mod, name = load_ios_graph(args)  # (stage modules lift its weights: timed on random ones)
     start = time.perf_counter()
     progress = StageProgress(f"tune {name} ({args.cost})")
     try:

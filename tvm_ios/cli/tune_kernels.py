@@ -134,6 +134,7 @@ def run(args) -> int:
     from ..runtime.rpc import RPCError, check_tracker, parse_tracker  # noqa: PLC0415
     from ..kernels.kernel_db import KernelDB, default_kernels_dir, host_target  # noqa
     from ..kernels.tuning import tune_kernels  # noqa: PLC0415
+    from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
 
     target = _tvm.make_target(args.target) if args.target else host_target()
     if target.kind.name != "llvm":
@@ -160,9 +161,12 @@ def run(args) -> int:
         if args.retime:
             return _retime(args, kernels, rpc, name)
         mod = _tvm.bind_params(mod, params)
+        ios_mod = TrimDeadTaps()(mod)  # the graph the tvm-ios builds take (vEU kernels: its)
         fused = {"parallel", "packed"} & set(args.variants)  # (serial ones: op by op)
-        also = scheduled_builds(mod, kernels) if fused and not args.sequential_only else []
-        reports = tune_kernels(mod, kernels, args.variants, args.trials, rpc, _Bar(),
+        also = [] if ios_mod is mod else [mod]  # TVM's own sequential build of the model
+        also += scheduled_builds(ios_mod, kernels) if fused and not args.sequential_only \
+            else []
+        reports = tune_kernels(ios_mod, kernels, args.variants, args.trials, rpc, _Bar(),
                                seed=args.seed, anchors_only=not args.all_ops,
                                cover=args.cover, also=also, timeout_s=args.timeout,
                                cold=not args.warm)
