@@ -133,9 +133,10 @@ def _bench_model(name: str, size, args) -> dict:
     info: dict = {"kernels": str(kernels.path) if kernels else None,
                   "tuning": kernels.meta.get("tuning", []) if kernels else []}
     runners = _runners(name, args, net, params, mod, kernels, x, info)
+    graph = cpu_builds.ios_graph(mod, kernels, args.cover)  # what the tvm-ios columns run
     if kernels is not None:
-        info["ceiling"] = _ceilings(mod, kernels, args.threads)
-    info["memory_floor"] = _floors(mod, args.threads)
+        info["ceiling"] = _ceilings(graph, kernels, args.threads)
+    info["memory_floor"] = _floors(cpu_builds.ios_graph(mod), args.threads)  # live weights
     reference = cb.to_numpy(cb.tvm_runner(cpu_builds.build_default(mod), 1)(x))
     result = {"image_size": size, "info": info, "threads": {}}
     for t in args.threads:
@@ -153,19 +154,21 @@ def _ceilings(mod, kernels, threads) -> dict:
     from tvm_ios.kernels.tuned_build import fuse_for_tuning  # noqa: PLC0415
 
     fused = fuse_for_tuning(mod, kernels.target)
-    return {str(t): concurrency_ceiling(fused, kernels, cores=t).as_dict() for t in threads}
+    return {str(t): {**concurrency_ceiling(fused, kernels, cores=t).as_dict(), "graph": "ios"}
+            for t in threads}
 
 
 def _floors(mod, threads) -> dict:
-    """``{threads: the memory floor}`` of ``mod`` (:mod:`tvm_ios.bench.memory_floor`): the
-    least time reading its weights takes here, measured now; an error is reported, not
-    raised (the floor explains the table, it is not a column)."""
+    """``{threads: the memory floor}`` of ``mod`` (:mod:`tvm_ios.bench.memory_floor`; its
+    dead taps cut, so only the live weights count): the least time reading its weights takes
+    here, measured now; an error is reported, not raised (the floor explains the table, it
+    is not a column)."""
     from tvm_ios.bench.memory_floor import memory_floor  # noqa: PLC0415
 
     out = {}
     for t in threads:
         try:
-            out[str(t)] = memory_floor(mod, t)
+            out[str(t)] = {**memory_floor(mod, t), "live_weights": True}
         except Exception as err:  # noqa: BLE001  (say why there is no floor)
             out[str(t)] = {"error": f"{type(err).__name__}: {err}"}
     return out

@@ -223,8 +223,11 @@ def _ceiling_lines(name: str, ceilings: dict) -> list[str]:
     """What the kernel records allow any schedule (:mod:`tvm_ios.kernels.ceiling`)."""
     lines = []
     for t, c in ceilings.items():
-        lines += [f"{name}, {t} threads, from the kernel records alone: TVM tuned sequential's "
-                  f"kernels take {c['sequential_us'] / 1e3:.2f} ms; no schedule of these "
+        whose = ("the kernels of the graph tvm-ios schedules (dead taps cut where it has any),"
+                 " in turn,"
+                 if c.get("graph") == "ios" else "TVM tuned sequential's kernels")
+        lines += [f"{name}, {t} threads, from the kernel records alone: {whose} "
+                  f"take {c['sequential_us'] / 1e3:.2f} ms; no schedule of these "
                   f"kernels takes less than {c['bound_us'] / 1e3:.2f} ms (work "
                   f"{c['work_us'] / 1e3:.2f}, critical path {c['critical_path_us'] / 1e3:.2f}):"
                   f" the schedule can gain at most **{c['ratio']:.2f}x** ({c['untimed']} of "
@@ -250,7 +253,9 @@ def _floor_lines(name: str, floors: dict, rows: dict) -> list[str]:
         need = (f"; 1.5x the best baseline ({best[0] / 1.5:.2f} ms) "
                 f"{'is below the floor' if best[0] / 1.5 < f['floor_ms'] else 'is above it'}"
                 if best else "")
-        lines += [f"{name}, {t} threads, the memory floor: its weights, {f['weight_mb']:.1f} "
+        which = ("its live weights (the taps that read only padding left out)"
+                 if f.get("live_weights") else "its weights")
+        lines += [f"{name}, {t} threads, the memory floor: {which}, {f['weight_mb']:.1f} "
                   f"MB, are read at least once per inference, and this machine read that much "
                   f"again and again at {f['bandwidth_gbs']:.1f} GB/s at best (median "
                   f"{f['median_gbs']:.1f}; a TVM kernel, in this run), so no build runs it in "
