@@ -22,7 +22,7 @@ from tvm_ios.graph.analysis import ancestors
 from tvm_ios.relax_pipeline import VARIANTS, cost_model_for, pipeline
 from tvm_ios.runtime.compare import build, random_inputs, run
 from tvm_ios.runtime.library import METADATA_FUNC
-from tvm_ios.testing import dag_model
+from tvm_ios.testing import dag_model, dead_taps_model
 
 H100 = "nvidia/nvidia-h100"
 
@@ -216,27 +216,8 @@ def test_bad_options_say_what():
         pipeline(kernels="/db")
 
 
-def _dead_taps_model():
-    """Two branches of 1x7 and 7x1 convolutions on a 3x3 map: their outer taps read only
-    padding (weights bound, as the builds bind them)."""
-    from tvm import relax
-    rng = np.random.default_rng(0)
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((1, 8, 3, 3), "float32"))
-
-    def conv(kernel, padding):
-        w = relax.const(rng.standard_normal((8, 8, *kernel)).astype("float32"))
-        return bb.emit(relax.op.nn.relu(bb.emit(relax.op.nn.conv2d(x, w, padding=padding))))
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            a, b = conv((1, 7), (0, 3, 0, 3)), conv((7, 1), (3, 0, 3, 0))
-            gv = bb.emit_output(bb.emit(relax.op.concat([a, b], axis=1)))
-        bb.emit_func_output(gv)
-    return bb.get()
-
-
 def test_ios_cuts_dead_taps_first_and_matches_default():
-    mod = _dead_taps_model()
+    mod = dead_taps_model()
     p = pipeline()
     executable = tvm.compile(mod, "llvm", relax_pipeline=p)
     _check_matches(mod, executable)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from tvm import relax
 
-__all__ = ["dag_model", "MergeFriendly", "onnx_inception_like", "onnx_random_weights"]
+__all__ = ["dag_model", "dead_taps_model", "MergeFriendly", "onnx_inception_like",
+           "onnx_random_weights"]
 
 
 def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
@@ -65,6 +66,24 @@ class MergeFriendly:
 
     def merged_latency(self, graph, ops):
         return 1.0
+
+
+def dead_taps_model(seed: int = 0, channels: int = 8):
+    """Two branches of a 1x7 and a 7x1 convolution (weights bound) on a 3x3 map, then their
+    concatenation: the outer two taps of each kernel read only padding."""
+    rng = np.random.default_rng(seed)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, channels, 3, 3), "float32"))
+
+    def conv(kernel, padding):
+        w = relax.const(rng.standard_normal((channels, channels, *kernel)).astype("float32"))
+        return bb.emit(relax.op.nn.relu(bb.emit(relax.op.nn.conv2d(x, w, padding=padding))))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a, b = conv((1, 7), (0, 3, 0, 3)), conv((7, 1), (3, 0, 3, 0))
+            gv = bb.emit_output(bb.emit(relax.op.concat([a, b], axis=1)))
+        bb.emit_func_output(gv)
+    return bb.get()
 
 
 def onnx_inception_like(path, seed: int = 0, opset: int = 9, size: int = 14,

@@ -8,7 +8,7 @@ from tvm_ios.bench import cpu_builds
 from tvm_ios.cost.measure import MeasureSettings, Measurer
 from tvm_ios.cost.model_judge import candidate_sizes
 from tvm_ios.runtime.compare import build, random_inputs, run
-from tvm_ios.testing import dag_model
+from tvm_ios.testing import dag_model, dead_taps_model
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +77,24 @@ def test_the_column_schedules_as_the_ios_pipeline_does(forked, tmp_path):
     log.append(LogRecord("pair", model.target, model.device_key, [1e-9], 1e-3,
                          signature=model.signature(graph, [[a], [b]])))
     assert [[name[a]], [name[b]]] in both()
+
+
+def _weight_shapes(info) -> list:
+    """The (8, 8, kh, kw) weight buffers of a build's kernels."""
+    return sorted(tuple(int(d) for d in p.shape) for f in info["_module"].functions.values()
+                  if isinstance(f, _tvm.tirx.PrimFunc) for p in f.params
+                  if hasattr(p, "shape") and len(p.shape) == 4 and int(p.shape[0]) == 8)
+
+
+def test_the_tvm_ios_columns_run_the_trimmed_graph():
+    """'tvm-ios sequential (tuned)' (like the stages and rProgram columns) builds the graph
+    with its dead taps cut, 'TVM tuned sequential' the graph as given; outputs equal."""
+    mod = dead_taps_model()
+    ours, theirs = {}, {}
+    executable = cpu_builds.build_ios_sequential(mod, None, ours)
+    cpu_builds.build_tuned(mod, None, theirs)
+    assert _weight_shapes(theirs) == [(8, 8, 1, 7), (8, 8, 7, 1)]
+    assert _weight_shapes(ours) == [(8, 8, 1, 5), (8, 8, 5, 1)]
+    inputs = random_inputs(mod)
+    np.testing.assert_allclose(run(executable, inputs), run(build(mod), inputs),
+                               rtol=1e-5, atol=1e-5)
