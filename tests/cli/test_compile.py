@@ -106,10 +106,12 @@ def test_compile_bad_input(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_inception_v3_compile_then_run_lib(tmp_path):
-    """The issue's check: rPrograms in the library, and it matches TVM's default build."""
+    """The issue's check: rPrograms in the library, and it matches TVM's default build.
+    (Untuned, priced by the roofline: with this CPU's committed database and stage log the
+    whole-model judge may rightly keep no rProgram, as on the Zen 4, where none ran fastest.)"""
     size = ["--model", "inception_v3", "--image-size", "75"]
-    assert main(["compile", *size, "--target", "llvm", "-o", str(tmp_path / "out.so"),
-                 "--json", str(tmp_path / "c.json")]) == 0
+    assert main(["compile", *size, "--target", "llvm", "--kernels", "none", "-o",
+                 str(tmp_path / "out.so"), "--json", str(tmp_path / "c.json")]) == 0
     assert json.loads((tmp_path / "c.json").read_text())["rprograms"] > 0
     assert main(["run", "--lib", str(tmp_path / "out.so"), *size, "--json",
                  str(tmp_path / "r.json")]) == 0

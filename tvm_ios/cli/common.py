@@ -69,13 +69,18 @@ def load_model(args):
 
 def load_ios_graph(args):
     """``(mod, name)``: ``--model`` with its weights bound and the convolution taps that read
-    only padding cut (:class:`~tvm_ios.passes.trim_dead_taps.TrimDeadTaps`), the graph the
-    ``ios`` pipeline schedules, so that ``tune`` measures and ``schedule`` prices its stages."""
+    only padding cut as the ``ios`` pipeline cuts them with ``--kernels``
+    (:func:`~tvm_ios.passes.trim_dead_taps.trim_for_kernels`): the graph it schedules, so
+    that ``tune`` measures and ``schedule`` prices its stages."""
     from .. import _tvm  # noqa: PLC0415
-    from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
+    from ..passes.trim_dead_taps import trim_for_kernels  # noqa: PLC0415
+    from .tune_kernels import kernels_of  # noqa: PLC0415
 
     mod, params, name = load_model(args)
-    return TrimDeadTaps()(_tvm.bind_params(mod, params)), name
+    mod = _tvm.bind_params(mod, params)
+    kernels = kernels_of(args, name) if "llvm" in str(getattr(args, "target", "llvm")) else None
+    trim = trim_for_kernels(mod, kernels)
+    return (mod if trim is None else trim(mod)), name
 
 
 def write_json(path: str | None, data, provenance: bool = False) -> None:
