@@ -27,7 +27,7 @@ from tvm import relax
 
 from .. import _tvm
 
-__all__ = ["TrimDeadTaps", "live_taps", "dead_tap_convs", "trim_for_kernels"]
+__all__ = ["TrimDeadTaps", "live_taps", "trim_for_kernels"]
 
 logger = logging.getLogger(__name__)
 
@@ -149,11 +149,6 @@ def _trim_module(mod, bound_only: bool):
     return trimmer.builder_.get(), trimmer.trimmed
 
 
-def dead_tap_convs(mod, bound_only: bool = True) -> int:
-    """How many convolutions of ``mod`` :class:`TrimDeadTaps` would trim."""
-    return len(_trim_module(mod, bound_only)[1])
-
-
 def trim_for_kernels(mod, kernels=None, cover: int = 0):
     """``TrimDeadTaps()`` where ``mod`` has convolution taps that read only padding, else None.
 
@@ -165,12 +160,13 @@ def trim_for_kernels(mod, kernels=None, cover: int = 0):
     from ..kernels.cover import untuned_anchors  # noqa: PLC0415
     from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
 
-    if not dead_tap_convs(mod):
-        return None
     trim = TrimDeadTaps()
+    trimmed = trim(mod)
+    if not trim.trimmed:
+        return None
     if kernels is None or cover > 0:
         return trim
-    missing = untuned_anchors(apply_kernels(trim(mod), kernels))
+    missing = untuned_anchors(apply_kernels(trimmed, kernels))
     if len(missing) > len(untuned_anchors(apply_kernels(mod, kernels))):
         logger.warning("kernel database %s lacks tuned kernels for the trimmed convolutions "
                        "(%s, ...): dead taps not cut (`tvm-ios tune-kernels` tunes them; "
