@@ -161,9 +161,10 @@ def run(args) -> int:
         if args.retime:
             return _retime(args, kernels, rpc, name)
         mod = _tvm.bind_params(mod, params)
-        ios_mod = TrimDeadTaps()(mod)  # the graph the tvm-ios builds take (vEU kernels: its)
+        trim = TrimDeadTaps()
+        ios_mod = trim(mod)  # the graph the tvm-ios builds take (vEU kernels: its)
         fused = {"parallel", "packed"} & set(args.variants)  # (serial ones: op by op)
-        also = [] if ios_mod is mod else [mod]  # TVM's own sequential build of the model
+        also = [mod] if trim.trimmed else []  # TVM's own sequential build of the model
         also += scheduled_builds(ios_mod, kernels) if fused and not args.sequential_only \
             else []
         reports = tune_kernels(ios_mod, kernels, args.variants, args.trials, rpc, _Bar(),
