@@ -85,8 +85,9 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
     kernels : KernelDB
         The database; the new records are appended to it.
     variant : {"parallel", "serial", "packed"}
-        Which kernel set (the parallel and packed ones are timed on the target's cores, the
-        serial one on one thread, as :func:`~.tuning.tune_kernels` times them).
+        Which kernel set. Timed by a pool of the target's cores, as
+        :func:`~.tuning.tune_kernels` times every variant (a serial kernel has no parallel
+        loop: the pool's size does not change its time).
     top_k : int
         Candidates per workload.
     source : KernelDB, optional
@@ -99,7 +100,7 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
     target = kernels.target_for(variant)
     db = kernels.database(variant, writable=True)
     origin = source.database(variant) if source is not None else db
-    runner = _runner(rpc, settings, _cores(kernels, variant))
+    runner = _runner(rpc, settings, _cores(kernels))
     builder, workloads = InProcessBuilder(), _workloads(origin)
     start, timed, failed, changed = time.perf_counter(), 0, 0, 0
     for done, workload in enumerate(workloads, 1):

@@ -206,9 +206,10 @@ def cache_state(settings) -> str:
     return "cold" if settings.get("cold", True) else "warm"
 
 
-def _cores(kernels: KernelDB, variant: str = "parallel") -> int:
-    """The cores a variant's kernels are tuned for (its target's num-cores)."""
-    return int(kernels.target_for(variant).attrs.get("num-cores", 1))
+def _cores(kernels: KernelDB) -> int:
+    """The cores the parallel kernels are tuned for (their target's num-cores): the size of
+    the one runner pool that times every variant (serial kernels have no parallel loop)."""
+    return int(kernels.target_for("parallel").attrs.get("num-cores", 1))
 
 
 def _per_iter(todo: int, num_tasks: int) -> int:
