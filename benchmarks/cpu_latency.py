@@ -7,7 +7,10 @@ graph as tvm-ios takes it, dead convolution taps cut, ops in model order), tvm-i
 (tuned) and tvm-ios rProgram (tuned). Every column's output is checked against TVM's default build
 (``max_abs_diff``) before it is timed; a column that differs by more than ``--tolerance``
 is reported, not timed. Columns are timed round-robin, ``--rounds`` rounds of ``--repeat``
-calls each (the machine may be noisy), and each column's median over all calls is kept.
+calls each (the machine may be noisy), and each column's median over all calls is kept,
+with each round's median (``round_ms``): the report pairs ratios round by round, so a
+machine that slows down for a while (this VM: 14 to 18 ms for RandWire within a minute)
+moves both sides of a ratio alike.
 With ``--profile`` the tuned TVM builds' kernels (each timed cold, as in the model), PyTorch
 eager's ops and ONNX Runtime's nodes are profiled (top entries) to explain where a column
 loses. A convolution or matmul kernel a TVM build meets that the kernel database lacks is
@@ -203,13 +206,17 @@ def _time_columns(runners, t, x, reference, args) -> dict:
             continue
         live[col] = run
     samples: dict = {col: [] for col in live}
+    rounds: dict = {col: [] for col in live}  # each round's median: ratios paired by round
     for _ in range(args.rounds):
         for col, run in live.items():
             _tvm.config_threads(t)  # each column sets its own threads; TVM's pool is reset
-            samples[col] += cb.time_runner(run, x, repeat=args.repeat, warmup=2)[1]
+            got = cb.time_runner(run, x, repeat=args.repeat, warmup=2)[1]
+            samples[col] += got
+            rounds[col].append(float(np.median(got)))
     for col in live:
         out[col]["median_ms"] = float(np.median(samples[col]))
         out[col]["samples"] = len(samples[col])
+        out[col]["round_ms"] = rounds[col]
     return out
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 COLUMNS = ("PyTorch eager", "torch.compile", "ONNX Runtime sequential",
@@ -102,6 +102,36 @@ def _ratio(row: dict, a: str, b) -> float | None:
     return min(others) / row[a]["median_ms"]
 
 
+PAIRED = (("best baseline", BASELINES), ("TVM tuned sequential", "TVM tuned sequential"),
+          ("tvm-ios sequential, the schedule's share", "tvm-ios sequential (tuned)"))
+
+
+def _paired(row: dict, a: str, b) -> tuple[float, float, float] | None:
+    """Median, least and most over the rounds of each round's ratio (the best of ``b`` in
+    that round over ``a``'s figure of the same round), where the row holds each round's
+    median (``round_ms``; results written before it do not): a machine whose speed moves
+    between rounds moves both sides of a round's ratio alike."""
+    names = [b] if isinstance(b, str) else list(b)
+    series = [row[n]["round_ms"] for n in names if "round_ms" in row.get(n, {})]
+    mine = row.get(a, {}).get("round_ms")
+    if not mine or not series or any(len(s) != len(mine) for s in series):
+        return None
+    ratios = [min(s[i] for s in series) / mine[i] for i in range(len(mine))]
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
+def _paired_line(name: str, t: str, row: dict) -> list[str]:
+    """One sentence of the rProgram's ratios paired round by round; none for older results."""
+    ours = "tvm-ios rProgram (tuned)"
+    parts = [f"{label} {r[0]:.2f}x ({r[1]:.2f}-{r[2]:.2f})" for label, b in PAIRED
+             if (r := _paired(row, ours, b)) is not None]
+    if not parts:
+        return []
+    rounds = len(row[ours]["round_ms"])
+    return [f"{name}, {t} threads, rProgram paired round by round (the median of the "
+            f"{rounds} rounds' ratios, least-most): " + ", ".join(parts) + ".", ""]
+
+
 def _cell(entry: dict) -> str:
     if "median_ms" in entry:
         return f"{entry['median_ms']:.2f}"
@@ -153,6 +183,8 @@ def render(document: dict, doc: str | None, source: str | None) -> str:
             cells += [f"{best:.2f}x" if best else "n/a", f"{tuned:.2f}x" if tuned else "n/a"]
             lines.append(f"| {name} ({r['image_size']} px) | " + " | ".join(cells) + " |")
         lines.append("")
+        for name, r in results.items():
+            lines += _paired_line(name, t, r["threads"].get(t, {}))
     lines += _profiles(results)
     if doc:
         chart = _chart(results, threads, Path(doc).with_suffix(".png"))

@@ -1,0 +1,77 @@
+"""The CPU table's timing loop and report (``benchmarks/cpu_latency.py`` and
+``cpu_latency_report.py``): each round's median kept, ratios paired round by round."""
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name: str, monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCH))  # cpu_latency imports cpu_latency_report
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(rounds: dict) -> dict:
+    return {col: {"median_ms": float(np.median(ms)), "round_ms": ms} for col, ms in rounds.items()}
+
+
+def test_a_machine_that_slows_between_rounds_moves_both_sides_of_a_paired_ratio(monkeypatch):
+    report = _load("cpu_latency_report", monkeypatch)
+    # ours is 1.25x faster than the baseline in four rounds of five; the machine slowed
+    # down 2x for the last two rounds, and for ours already in the third
+    row = _row({"ONNX Runtime sequential": [10.0, 10.0, 10.0, 20.0, 20.0],
+                "TVM tuned sequential": [12.0, 12.0, 12.0, 24.0, 24.0],
+                "tvm-ios rProgram (tuned)": [8.0, 8.0, 16.0, 16.0, 16.0]})
+    assert report._ratio(row, "tvm-ios rProgram (tuned)", report.BASELINES) == 10.0 / 16.0
+    assert report._paired(row, "tvm-ios rProgram (tuned)", report.BASELINES) == (1.25, 0.625,
+                                                                                  1.25)
+    median, least, most = report._paired(row, "tvm-ios rProgram (tuned)",
+                                         "TVM tuned sequential")
+    assert (median, least, most) == (1.5, 0.75, 1.5)
+    line = " ".join(report._paired_line("m", "2", row))
+    assert "best baseline 1.25x (0.62-1.25)" in line and "TVM tuned sequential 1.50x" in line
+    assert "schedule's share" not in line  # no tvm-ios sequential column in this row
+
+
+def test_results_without_rounds_render_as_before(monkeypatch):
+    report = _load("cpu_latency_report", monkeypatch)
+    row = {"ONNX Runtime sequential": {"median_ms": 4.0},
+           "tvm-ios rProgram (tuned)": {"median_ms": 5.0}}
+    assert report._paired(row, "tvm-ios rProgram (tuned)", report.BASELINES) is None
+    assert report._paired_line("m", "2", row) == []
+    page = report.render({"results": {"m": {"image_size": 32, "threads": {"2": row}, "info": {}}}}, None,
+                         "r.json")
+    assert "| m (32 px) |" in page and "0.80x" in page and "paired" not in page
+    rounds = {"2": _row({"ONNX Runtime sequential": [4.0, 4.0], "tvm-ios sequential (tuned)":
+                         [5.0, 6.0], "tvm-ios rProgram (tuned)": [5.0, 5.0]})}
+    page = report.render({"results": {"m": {"image_size": 32, "threads": rounds, "info": {}}}}, None, "r")
+    assert "m, 2 threads, rProgram paired round by round (the median of the 2 rounds'" in page
+    assert "schedule's share 1.10x (1.00-1.20)" in page
+
+
+def test_the_timing_loop_keeps_each_rounds_median(monkeypatch):
+    bench = _load("cpu_latency", monkeypatch)
+    reference = np.ones(3, "float32")
+    calls = {"n": 0}
+
+    def slow_then_fast(x):
+        calls["n"] += 1
+        time.sleep(0.006 if calls["n"] <= 9 else 0.0005)  # the check, 2 warm-ups, 6 timed
+        return reference
+
+    runners = {"tvm-ios rProgram (tuned)": {2: lambda: slow_then_fast}}
+    args = argparse.Namespace(rounds=2, repeat=6, tolerance=1e-3)
+    out = bench._time_columns(runners, 2, reference, reference, args)
+    col = out["tvm-ios rProgram (tuned)"]
+    assert len(col["round_ms"]) == 2 and col["samples"] == 12
+    assert col["round_ms"][0] > 4.0 > 2.5 > col["round_ms"][1]  # not the running median
+    assert out["TVM default"] == {"error": "not run (package missing or --skip-compile)"}
