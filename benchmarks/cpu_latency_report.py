@@ -17,6 +17,9 @@ COLUMNS = ("PyTorch eager", "torch.compile", "ONNX Runtime sequential",
            "ONNX Runtime parallel", "TVM default", "TVM tuned sequential",
            "tvm-ios sequential (tuned)", "tvm-ios stages (tuned)", "tvm-ios rProgram (tuned)")
 BASELINES = COLUMNS[:4]
+# what the rProgram's ratios are paired against, round by round: (label, column(s))
+PAIRED = (("best baseline", BASELINES), ("TVM tuned sequential", "TVM tuned sequential"),
+          ("tvm-ios sequential, the schedule's share", "tvm-ios sequential (tuned)"))
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -94,16 +97,16 @@ def write_results(path, results, started: dict) -> Path:
     return path
 
 
+def _names(b) -> list[str]:
+    """A column name or a sequence of them, as a list."""
+    return [b] if isinstance(b, str) else list(b)
+
+
 def _ratio(row: dict, a: str, b) -> float | None:
-    names = [b] if isinstance(b, str) else list(b)
-    others = [row[n]["median_ms"] for n in names if "median_ms" in row.get(n, {})]
+    others = [row[n]["median_ms"] for n in _names(b) if "median_ms" in row.get(n, {})]
     if "median_ms" not in row.get(a, {}) or not others:
         return None
     return min(others) / row[a]["median_ms"]
-
-
-PAIRED = (("best baseline", BASELINES), ("TVM tuned sequential", "TVM tuned sequential"),
-          ("tvm-ios sequential, the schedule's share", "tvm-ios sequential (tuned)"))
 
 
 def _paired(row: dict, a: str, b) -> tuple[float, float, float] | None:
@@ -111,8 +114,7 @@ def _paired(row: dict, a: str, b) -> tuple[float, float, float] | None:
     that round over ``a``'s figure of the same round), where the row holds each round's
     median (``round_ms``; results written before it do not): a machine whose speed moves
     between rounds moves both sides of a round's ratio alike."""
-    names = [b] if isinstance(b, str) else list(b)
-    series = [row[n]["round_ms"] for n in names if "round_ms" in row.get(n, {})]
+    series = [row[n]["round_ms"] for n in _names(b) if "round_ms" in row.get(n, {})]
     mine = row.get(a, {}).get("round_ms")
     if not mine or not series or any(len(s) != len(mine) for s in series):
         return None
