@@ -15,8 +15,10 @@ With ``--profile`` the tuned TVM builds' kernels (each timed cold, as in the mod
 eager's ops and ONNX Runtime's nodes are profiled (top entries) to explain where a column
 loses. A convolution or matmul kernel a TVM build meets that the kernel database lacks is
 tuned into it first (``--cover`` trials; :mod:`tvm_ios.kernels.cover`); the JSON's tuning
-entries say so. Each model's memory floor is measured in the same run (``info.memory_floor``,
-:mod:`tvm_ios.bench.memory_floor`): the least time reading its weights takes here.
+entries say so. Each model's floors are measured in the same run: the least time reading its
+weights takes here (``info.memory_floor``, :mod:`tvm_ios.bench.memory_floor`) and the least
+its arithmetic takes at the rate the cores reach (``info.compute_floor``,
+:mod:`tvm_ios.bench.compute_floor`).
 
     PYTHONPATH=. python benchmarks/cpu_latency.py --models inception_v3 --image-size 75 \\
         --threads 2 --kernels benchmarks/kernels --json benchmarks/results/cpu_latency.json
@@ -45,6 +47,8 @@ from cpu_latency_report import COLUMNS, provenance, render, write_results  # noq
 from tvm_ios import _tvm, models  # noqa: E402
 from tvm_ios.bench import cpu_baselines as cb  # noqa: E402
 from tvm_ios.bench import cpu_builds  # noqa: E402
+from tvm_ios.bench.compute_floor import compute_floor  # noqa: E402
+from tvm_ios.bench.memory_floor import memory_floor  # noqa: E402
 from tvm_ios.kernels.kernel_db import default_kernels_dir, open_kernels  # noqa: E402
 
 
@@ -139,7 +143,9 @@ def _bench_model(name: str, size, args) -> dict:
     graph = cpu_builds.ios_graph(mod, kernels, args.cover)  # what the tvm-ios columns run
     if kernels is not None:
         info["ceiling"] = _ceilings(graph, kernels, args.threads)
-    info["memory_floor"] = _floors(cpu_builds.ios_graph(mod), args.threads)  # live weights
+    live = cpu_builds.ios_graph(mod)  # dead taps cut: only live weights and arithmetic
+    info["memory_floor"] = _floors(live, args.threads, memory_floor)
+    info["compute_floor"] = _floors(live, args.threads, compute_floor)
     reference = cb.to_numpy(cb.tvm_runner(cpu_builds.build_default(mod), 1)(x))
     result = {"image_size": size, "info": info, "threads": {}}
     for t in args.threads:
@@ -161,17 +167,16 @@ def _ceilings(mod, kernels, threads) -> dict:
             for t in threads}
 
 
-def _floors(mod, threads) -> dict:
-    """``{threads: the memory floor}`` of ``mod`` (:mod:`tvm_ios.bench.memory_floor`; its
-    dead taps cut, so only the live weights count): the least time reading its weights takes
-    here, measured now; an error is reported, not raised (the floor explains the table, it
-    is not a column)."""
-    from tvm_ios.bench.memory_floor import memory_floor  # noqa: PLC0415
-
+def _floors(mod, threads, floor) -> dict:
+    """``{threads: floor(mod, threads)}`` of ``mod`` (its dead taps cut, so only the live
+    weights and arithmetic count): :func:`~tvm_ios.bench.memory_floor.memory_floor` (reading
+    its weights) or :func:`~tvm_ios.bench.compute_floor.compute_floor` (its convolutions
+    and matmuls at the cores' rate), measured now; an error is reported, not raised (a floor
+    explains the table, it is not a column)."""
     out = {}
     for t in threads:
         try:
-            out[str(t)] = {**memory_floor(mod, t), "live_weights": True}
+            out[str(t)] = {**floor(mod, t), "live_weights": True}
         except Exception as err:  # noqa: BLE001  (say why there is no floor)
             out[str(t)] = {"error": f"{type(err).__name__}: {err}"}
     return out

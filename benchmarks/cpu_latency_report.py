@@ -11,7 +11,11 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cpu_latency_bounds as bounds  # noqa: E402
 
 COLUMNS = ("PyTorch eager", "torch.compile", "ONNX Runtime sequential",
            "ONNX Runtime parallel", "TVM default", "TVM tuned sequential",
@@ -234,8 +238,11 @@ def _profiles(results: dict, top: int = 6) -> list[str]:
                       f"roofline); measured gain of the kept ones, stage by stage: "
                       f"{gain / 1e3:.2f} ms.", ""]
             lines += _model_judge_lines(name, t, runs.get("model_judge") or {})
-        lines += _ceiling_lines(name, r["info"].get("ceiling", {}))
-        lines += _floor_lines(name, r["info"].get("memory_floor", {}), r["threads"])
+        lines += bounds.ceiling_lines(name, r["info"].get("ceiling", {}))
+        lines += bounds.memory_lines(name, r["info"].get("memory_floor", {}), r["threads"],
+                                     BASELINES)
+        lines += bounds.compute_lines(name, r["info"].get("compute_floor", {}), r["threads"],
+                                      BASELINES)
     return lines
 
 
@@ -251,51 +258,6 @@ def _model_judge_lines(name: str, t, verdict: dict) -> list[str]:
     return [f"{name}, {t} threads, judged in the whole model ({how}): the best n of the "
             f"{verdict['ranked']} kept stages (by measured gain) concurrent, the rest in turn: "
             f"{each}; kept **{verdict['kept']}**.", ""]
-
-
-def _ceiling_lines(name: str, ceilings: dict) -> list[str]:
-    """What the kernel records allow any schedule (:mod:`tvm_ios.kernels.ceiling`)."""
-    lines = []
-    for t, c in ceilings.items():
-        whose = ("the kernels of the graph tvm-ios schedules (dead taps cut where it has any),"
-                 " in turn,"
-                 if c.get("graph") == "ios" else "TVM tuned sequential's kernels")
-        lines += [f"{name}, {t} threads, from the kernel records alone: {whose} "
-                  f"take {c['sequential_us'] / 1e3:.2f} ms; no schedule of these "
-                  f"kernels takes less than {c['bound_us'] / 1e3:.2f} ms (work "
-                  f"{c['work_us'] / 1e3:.2f}, critical path {c['critical_path_us'] / 1e3:.2f}):"
-                  f" the schedule can gain at most **{c['ratio']:.2f}x** ({c['untimed']} of "
-                  f"{c['calls']} calls untimed, {c['no_serial']} without a one-core record).",
-                  ""]
-    return lines
-
-
-def _floor_lines(name: str, floors: dict, rows: dict) -> list[str]:
-    """The least time reading the weights takes here (:mod:`tvm_ios.bench.memory_floor`),
-    against the best baseline and TVM tuned sequential of the same thread count."""
-    lines = []
-    for t, f in floors.items():
-        if "floor_ms" not in f:
-            lines += [f"{name}, {t} threads: no memory floor ({f.get('error')}).", ""]
-            continue
-        row = rows.get(str(t), {})
-        best = min(((row[c]["median_ms"], c) for c in BASELINES
-                    if "median_ms" in row.get(c, {})), default=None)
-        tuned = row.get("TVM tuned sequential", {}).get("median_ms")
-        pairs = ([best] if best else []) + ([(tuned, "TVM tuned sequential")] if tuned else [])
-        against = [f"{c} {ms / f['floor_ms']:.2f}x it" for ms, c in pairs]
-        need = (f"; 1.5x the best baseline ({best[0] / 1.5:.2f} ms) "
-                f"{'is below the floor' if best[0] / 1.5 < f['floor_ms'] else 'is above it'}"
-                if best else "")
-        which = ("its live weights (the taps that read only padding left out)"
-                 if f.get("live_weights") else "its weights")
-        lines += [f"{name}, {t} threads, the memory floor: {which}, {f['weight_mb']:.1f} "
-                  f"MB, are read at least once per inference, and this machine read that much "
-                  f"again and again at {f['bandwidth_gbs']:.1f} GB/s at best (median "
-                  f"{f['median_gbs']:.1f}; a TVM kernel, in this run), so no build runs it in "
-                  f"less than **{f['floor_ms']:.2f} ms**"
-                  + (f": {', '.join(against)}" if against else "") + need + ".", ""]
-    return lines
 
 
 def _chart(results: dict, threads: list, path: Path) -> Path:

@@ -75,3 +75,26 @@ def test_the_timing_loop_keeps_each_rounds_median(monkeypatch):
     assert len(col["round_ms"]) == 2 and col["samples"] == 12
     assert col["round_ms"][0] > 4.0 > 2.5 > col["round_ms"][1]  # not the running median
     assert out["TVM default"] == {"error": "not run (package missing or --skip-compile)"}
+
+
+def test_each_floor_is_measured_per_thread_count_and_a_failure_is_reported(monkeypatch):
+    bench = _load("cpu_latency", monkeypatch)
+    from tvm import relax  # noqa: PLC0415
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 2, 4, 4), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, relax.const(np.ones((2, 2, 1, 1), "float32"))))
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    floors = bench._floors(bb.get(), [1], bench.compute_floor)
+    assert floors["1"]["gflop"] == 2 * 32 * 2 / 1e9 and floors["1"]["floor_ms"] > 0
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.nn.relu(x)))
+        bb.emit_func_output(out)
+    no_weights = bench._floors(bb.get(), [1], bench.memory_floor)
+    assert no_weights == {"1": {"error": "ValueError: the module has no bound weights (bind "
+                                         "its parameters first)"}}

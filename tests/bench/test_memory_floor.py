@@ -11,7 +11,8 @@ from tvm import relax
 from tvm_ios import _tvm
 from tvm_ios.bench import memory_floor as mf
 
-REPORT = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_latency_report.py"
+BOUNDS = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_latency_bounds.py"
+BASELINES = ("PyTorch eager", "ONNX Runtime sequential")
 
 
 def _weighted(shared_twice: bool = True):
@@ -87,8 +88,8 @@ def test_a_module_without_weights_has_no_floor():
         mf.memory_floor(bb.get(), threads=1)
 
 
-def _report():
-    spec = importlib.util.spec_from_file_location("cpu_latency_report", REPORT)
+def _bounds():
+    spec = importlib.util.spec_from_file_location("cpu_latency_bounds", BOUNDS)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -100,12 +101,13 @@ def test_the_doc_says_whether_the_goal_is_past_the_floor():
     rows = {"2": {"ONNX Runtime sequential": {"median_ms": 6.0},
                   "PyTorch eager": {"median_ms": 20.0},
                   "TVM tuned sequential": {"median_ms": 8.66}}}
-    text = " ".join(_report()._floor_lines("inception_v3", floors, rows))
+    text = " ".join(_bounds().memory_lines("inception_v3", floors, rows, BASELINES))
     assert "less than **4.33 ms**" in text
     assert "ONNX Runtime sequential 1.39x it" in text
     assert "TVM tuned sequential 2.00x it" in text
     assert "1.5x the best baseline (4.00 ms) is below the floor" in text
     faster = {"2": {**floors["2"], "floor_ms": 2.0}}
-    assert "is above it" in " ".join(_report()._floor_lines("m", faster, rows))
-    broken = " ".join(_report()._floor_lines("m", {"1": {"error": "ValueError: x"}}, rows))
+    assert "is above it" in " ".join(_bounds().memory_lines("m", faster, rows, BASELINES))
+    broken = " ".join(_bounds().memory_lines("m", {"1": {"error": "ValueError: x"}}, rows,
+                                          BASELINES))
     assert "no memory floor (ValueError: x)" in broken
