@@ -16,16 +16,19 @@ BASELINES = ("PyTorch eager", "ONNX Runtime sequential")
 
 
 def _conv_dense():
-    """conv 4->8 3x3 on 6x6 (out 4x4) + relu, a depthwise 1x1 conv, a 8*4*4 x 10 matmul."""
+    """conv 4->8 3x3 on 6x6 (out 4x4) + relu, a separable 1x1 conv (depthwise, then
+    pointwise 8->8), a 8*4*4 x 10 matmul."""
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType((1, 4, 6, 6), "float32"))
     w = relax.const(np.ones((8, 4, 3, 3), "float32"))
     d = relax.const(np.ones((8, 1, 1, 1), "float32"))
+    p = relax.const(np.ones((8, 8, 1, 1), "float32"))
     m = relax.const(np.ones((128, 10), "float32"))
     with bb.function("main", [x]):
         with bb.dataflow():
             y = bb.emit(relax.op.nn.relu(bb.emit(relax.op.nn.conv2d(x, w))))
-            y = bb.emit(relax.op.nn.conv2d(y, d, groups=8))  # depthwise 1x1
+            y = bb.emit(relax.op.nn.conv2d(y, d, groups=8))  # depthwise 1x1 ...
+            y = bb.emit(relax.op.nn.conv2d(y, p))  # ... and pointwise: one sepconv unit
             z = bb.emit(relax.op.matmul(bb.emit(relax.op.reshape(y, (1, 128))), m))
             out = bb.emit_output(z)
         bb.emit_func_output(out)
@@ -35,9 +38,9 @@ def _conv_dense():
 def test_model_flops_counts_convolutions_and_matmuls():
     conv = 2 * (8 * 4 * 4) * (4 * 3 * 3)  # 2 x output elements x (Cin x kh x kw)
     relu = 8 * 4 * 4  # the fused epilogue, one each
-    depthwise = 2 * (8 * 4 * 4) * 1
+    separable = 2 * (8 * 4 * 4) * 1 + 2 * (8 * 4 * 4) * 8
     matmul = 2 * 10 * 128
-    assert cf.model_flops(_conv_dense()) == conv + relu + depthwise + matmul
+    assert cf.model_flops(_conv_dense()) == conv + relu + separable + matmul
 
 
 def test_the_kernel_runs_every_step():

@@ -38,7 +38,7 @@ CHUNKS = 64
 #: The multiply-add ``acc = acc * SCALE + SHIFT`` keeps every value near 1.
 SCALE, SHIFT = 0.999, 0.001
 #: Op-graph kinds whose FLOPs count (with their fused epilogues' elementwise ops, one each).
-ARITHMETIC = ("conv2d", "depthwise", "grouped_conv", "matmul", "conv1d")
+ARITHMETIC = ("conv2d", "depthwise", "grouped_conv", "sepconv", "matmul", "conv1d")
 
 
 def model_flops(mod) -> int:
