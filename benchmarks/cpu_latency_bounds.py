@@ -28,6 +28,15 @@ def ceiling_lines(name: str, ceilings: dict) -> list[str]:
     return lines
 
 
+def _against(row: dict, baselines, columns) -> tuple:
+    """``(best, pairs)``: the fastest baseline of ``row`` as ``(median_ms, column)`` (None
+    when none ran), and it followed by those of ``columns`` that ran."""
+    best = min(((row[c]["median_ms"], c) for c in baselines if "median_ms" in row.get(c, {})),
+               default=None)
+    return best, ([best] if best else []) + [(row[c]["median_ms"], c) for c in columns
+                                             if "median_ms" in row.get(c, {})]
+
+
 def memory_lines(name: str, floors: dict, rows: dict, baselines) -> list[str]:
     """The least time reading the weights takes here (:mod:`tvm_ios.bench.memory_floor`),
     against the best baseline and TVM tuned sequential of the same thread count."""
@@ -36,11 +45,7 @@ def memory_lines(name: str, floors: dict, rows: dict, baselines) -> list[str]:
         if "floor_ms" not in f:
             lines += [f"{name}, {t} threads: no memory floor ({f.get('error')}).", ""]
             continue
-        row = rows.get(str(t), {})
-        best = min(((row[c]["median_ms"], c) for c in baselines
-                    if "median_ms" in row.get(c, {})), default=None)
-        tuned = row.get("TVM tuned sequential", {}).get("median_ms")
-        pairs = ([best] if best else []) + ([(tuned, "TVM tuned sequential")] if tuned else [])
+        best, pairs = _against(rows.get(str(t), {}), baselines, ("TVM tuned sequential",))
         against = [f"{c} {ms / f['floor_ms']:.2f}x it" for ms, c in pairs]
         need = (f"; 1.5x the best baseline ({best[0] / 1.5:.2f} ms) "
                 f"{'is below the floor' if best[0] / 1.5 < f['floor_ms'] else 'is above it'}"
@@ -65,12 +70,8 @@ def compute_lines(name: str, floors: dict, rows: dict, baselines) -> list[str]:
         if "floor_ms" not in f:
             lines += [f"{name}, {t} threads: no compute floor ({f.get('error')}).", ""]
             continue
-        row = rows.get(str(t), {})
-        best = min(((row[c]["median_ms"], c) for c in baselines
-                    if "median_ms" in row.get(c, {})), default=None)
-        pairs = ([best] if best else []) + [
-            (row[c]["median_ms"], c) for c in ("TVM tuned sequential", "tvm-ios rProgram (tuned)")
-            if "median_ms" in row.get(c, {})]
+        best, pairs = _against(rows.get(str(t), {}), baselines,
+                               ("TVM tuned sequential", "tvm-ios rProgram (tuned)"))
         used = [f"{c} {100 * f['floor_ms'] / ms:.0f}%" for ms, c in pairs]
         need = (f"; 1.5x the best baseline ({best[0] / 1.5:.2f} ms) would use "
                 f"{150 * f['floor_ms'] / best[0]:.0f}%" if best else "")
