@@ -3,7 +3,9 @@
 The model (two convolutions on one input, concatenated) is small enough that an llvm
 artifact builds in about a second and a CUDA (sm_90a) one, with nvcc, in a few seconds.
 """
+import importlib.util
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,3 +68,14 @@ def cuda_artifact(tmp_path_factory):
 def artifact_copy(llvm_artifact, tmp_path):
     """A writable copy of the llvm artifact."""
     return shutil.copytree(llvm_artifact, tmp_path / "copy")
+
+
+@pytest.fixture
+def bounds():
+    """``benchmarks/cpu_latency_bounds.py`` (the doc's lines of the ceiling and the floors),
+    loaded from its file: the benchmarks folder is not a package."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_latency_bounds.py"
+    spec = importlib.util.spec_from_file_location("cpu_latency_bounds", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,8 +1,5 @@
 """The compute floor: a model's anchor FLOPs, over the rate a real TVM multiply-add kernel
 reaches here (``bench/compute_floor.py``), and the line the CPU table's doc prints from it."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 import tvm
@@ -11,7 +8,6 @@ from tvm import relax
 from tvm_ios import _tvm
 from tvm_ios.bench import compute_floor as cf
 
-BOUNDS = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_latency_bounds.py"
 BASELINES = ("PyTorch eager", "ONNX Runtime sequential")
 
 
@@ -82,26 +78,20 @@ def test_a_module_without_arithmetic_is_refused():
         cf.compute_floor(bb.get(), threads=1, repeat=1)
 
 
-def _bounds():
-    spec = importlib.util.spec_from_file_location("cpu_latency_bounds", BOUNDS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
-
-def test_the_doc_says_what_share_of_the_rate_each_build_used():
+def test_the_doc_says_what_share_of_the_rate_each_build_used(bounds):
     floors = {"2": {"gflop": 0.4, "peak_gflops": 200.0, "median_gflops": 190.0,
                     "floor_ms": 2.0, "threads": 2, "live_weights": True}}
     rows = {"2": {"ONNX Runtime sequential": {"median_ms": 4.0},
                   "PyTorch eager": {"median_ms": 20.0},
                   "TVM tuned sequential": {"median_ms": 8.0},
                   "tvm-ios rProgram (tuned)": {"median_ms": 5.0}}}
-    text = " ".join(_bounds().compute_lines("inception_v3", floors, rows, BASELINES))
+    text = " ".join(bounds.compute_lines("inception_v3", floors, rows, BASELINES))
     assert "(dead taps cut), 0.4 GFLOP" in text
     assert "take at least **2.00 ms**" in text
     assert "ONNX Runtime sequential 50%, TVM tuned sequential 25%, " \
            "tvm-ios rProgram (tuned) 40% used" in text
     assert "1.5x the best baseline (2.67 ms) would use 75%" in text
-    broken = " ".join(_bounds().compute_lines("m", {"1": {"error": "ValueError: x"}}, rows,
+    broken = " ".join(bounds.compute_lines("m", {"1": {"error": "ValueError: x"}}, rows,
                                               BASELINES))
     assert "no compute floor (ValueError: x)" in broken

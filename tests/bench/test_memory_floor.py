@@ -1,8 +1,5 @@
 """The memory floor: a model's weight bytes, read again and again by a real TVM kernel
 (``bench/memory_floor.py``), and the line the CPU table's doc prints from it."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 import tvm
@@ -11,7 +8,6 @@ from tvm import relax
 from tvm_ios import _tvm
 from tvm_ios.bench import memory_floor as mf
 
-BOUNDS = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_latency_bounds.py"
 BASELINES = ("PyTorch eager", "ONNX Runtime sequential")
 
 
@@ -88,26 +84,20 @@ def test_a_module_without_weights_has_no_floor():
         mf.memory_floor(bb.get(), threads=1)
 
 
-def _bounds():
-    spec = importlib.util.spec_from_file_location("cpu_latency_bounds", BOUNDS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
-
-def test_the_doc_says_whether_the_goal_is_past_the_floor():
+def test_the_doc_says_whether_the_goal_is_past_the_floor(bounds):
     floors = {"2": {"weight_mb": 95.3, "bandwidth_gbs": 22.0, "median_gbs": 20.0,
                     "floor_ms": 4.33, "threads": 2}}
     rows = {"2": {"ONNX Runtime sequential": {"median_ms": 6.0},
                   "PyTorch eager": {"median_ms": 20.0},
                   "TVM tuned sequential": {"median_ms": 8.66}}}
-    text = " ".join(_bounds().memory_lines("inception_v3", floors, rows, BASELINES))
+    text = " ".join(bounds.memory_lines("inception_v3", floors, rows, BASELINES))
     assert "less than **4.33 ms**" in text
     assert "ONNX Runtime sequential 1.39x it" in text
     assert "TVM tuned sequential 2.00x it" in text
     assert "1.5x the best baseline (4.00 ms) is below the floor" in text
     faster = {"2": {**floors["2"], "floor_ms": 2.0}}
-    assert "is above it" in " ".join(_bounds().memory_lines("m", faster, rows, BASELINES))
-    broken = " ".join(_bounds().memory_lines("m", {"1": {"error": "ValueError: x"}}, rows,
+    assert "is above it" in " ".join(bounds.memory_lines("m", faster, rows, BASELINES))
+    broken = " ".join(bounds.memory_lines("m", {"1": {"error": "ValueError: x"}}, rows,
                                           BASELINES))
     assert "no memory floor (ValueError: x)" in broken
