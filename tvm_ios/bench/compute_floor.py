@@ -22,6 +22,7 @@ import tvm
 
 from .. import _tvm
 from ..graph.extract import extract
+from ..kernels.kernel_db import host_target
 from .memory_floor import _sig
 
 __all__ = ["model_flops", "fma_kernel", "peak_gflops", "compute_floor"]
@@ -82,7 +83,7 @@ def _expected(seed: np.ndarray, iters: int) -> np.ndarray:
 def peak_gflops(threads: int, iters: int = 20000, repeat: int = 11, target=None) -> dict:
     """Run :func:`fma_kernel` ``repeat`` times with ``threads`` workers of TVM's pool:
     ``{"flops", "threads", "best_gflops", "median_gflops"}`` (1e9 FLOPs a second)."""
-    target = _tvm.make_target(target or {"kind": "llvm", "mcpu": _tvm.llvm_system_cpu()})
+    target = _tvm.make_target(target) if target else host_target()  # this CPU
     lib = _tvm.tirx.build(tvm.IRModule({"fma": fma_kernel(iters)}), target=target)
     host = np.random.default_rng(0).random((CHUNKS, CHAINS, LANES), dtype=np.float32)
     device = _tvm.cpu()

@@ -24,6 +24,7 @@ import tvm
 from tvm import relax
 
 from .. import _tvm
+from ..kernels.kernel_db import host_target
 
 __all__ = ["weight_bytes", "read_kernel", "read_bandwidth", "memory_floor"]
 
@@ -73,7 +74,7 @@ def read_bandwidth(nbytes: int, threads: int, repeat: int = 21, target=None) -> 
     ``threads`` workers of TVM's pool: ``{"bytes", "threads", "best_gbs", "median_gbs"}``
     (1e9 bytes a second, of the fastest read and of the median one)."""
     length = max(1, -(-int(nbytes) // (CHUNKS * LANES * 4)))
-    target = _tvm.make_target(target or {"kind": "llvm", "mcpu": _tvm.llvm_system_cpu()})
+    target = _tvm.make_target(target) if target else host_target()  # this CPU
     lib = _tvm.tirx.build(tvm.IRModule({"read": read_kernel(length)}), target=target)
     host = np.random.default_rng(0).random((CHUNKS, length, LANES), dtype=np.float32)
     device = _tvm.cpu()
