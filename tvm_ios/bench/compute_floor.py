@@ -7,8 +7,9 @@ schedule. The rate is measured here, in the benchmark's run, with a TVM kernel
 chunk of TVM's pool), built for the same target as the tuned kernels: it is what code LLVM
 emits for this CPU can reach, with no memory traffic at all. The model's anchor FLOPs
 (:func:`model_flops`: its convolutions and matmuls, 2 per multiply-add, as the op graph
-counts them, their fused epilogues' elementwise ops one each) over that rate is a floor no build, ours or a baseline, can beat; each
-column's median over it says how much of the machine's arithmetic the column used.
+counts them, their fused epilogues' elementwise ops one each) over that rate is a floor no
+build, ours or a baseline, can beat; each column's median over it says how much of the
+machine's arithmetic the column used.
 
 With the memory floor (:mod:`tvm_ios.bench.memory_floor`) it bounds what the goals ask:
 a goal below the larger of the two floors is out of reach on this machine.
@@ -23,7 +24,7 @@ import tvm
 from .. import _tvm
 from ..graph.extract import extract
 from ..kernels.kernel_db import host_target
-from .memory_floor import _sig
+from .memory_floor import significant, timed_rates
 
 __all__ = ["model_flops", "fma_kernel", "peak_gflops", "compute_floor"]
 
@@ -94,10 +95,9 @@ def peak_gflops(threads: int, iters: int = 20000, repeat: int = 11, target=None)
         raise RuntimeError("the multiply-add kernel's results differ from the closed form: "
                            "it did not run every step")
     flops = 2 * CHUNKS * iters * CHAINS * LANES
-    seconds = lib.time_evaluator("fma", device, number=1, repeat=repeat)(seed, out).results
-    return {"flops": flops, "threads": int(threads),
-            "best_gflops": flops / min(seconds) / 1e9,
-            "median_gflops": flops / float(np.median(seconds)) / 1e9}
+    best, median = timed_rates(lib, "fma", (seed, out), flops / 1e9, repeat)
+    return {"flops": flops, "threads": int(threads), "best_gflops": best,
+            "median_gflops": median}
 
 
 def compute_floor(mod, threads: int, repeat: int = 11) -> dict:
@@ -111,8 +111,7 @@ def compute_floor(mod, threads: int, repeat: int = 11) -> dict:
     floor_ms = flops / (peak["best_gflops"] * 1e9) * 1e3
     logger.info("%.3f GFLOP at %.1f GFLOPS (median %.1f) with %d threads: floor %.2f ms",
                 flops / 1e9, peak["best_gflops"], peak["median_gflops"], threads, floor_ms)
-    return {"gflop": _sig(flops / 1e9), "peak_gflops": _sig(peak["best_gflops"]),
-            "median_gflops": _sig(peak["median_gflops"]), "floor_ms": _sig(floor_ms),
+    return {"gflop": significant(flops / 1e9), "peak_gflops": significant(peak["best_gflops"]),
+            "median_gflops": significant(peak["median_gflops"]),
+            "floor_ms": significant(floor_ms),
             "threads": int(threads)}
-
-

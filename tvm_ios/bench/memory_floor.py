@@ -85,10 +85,16 @@ def read_bandwidth(nbytes: int, threads: int, repeat: int = 21, target=None) -> 
     if not np.allclose(b.numpy(), host.sum(axis=1, dtype=np.float64), rtol=1e-3):
         raise RuntimeError("the read kernel's sums differ from numpy's: it did not read "
                            "the whole buffer")
-    seconds = lib.time_evaluator("read", device, number=1, repeat=repeat)(a, b).results
-    return {"bytes": host.nbytes, "threads": int(threads),
-            "best_gbs": host.nbytes / min(seconds) / 1e9,
-            "median_gbs": host.nbytes / float(np.median(seconds)) / 1e9}
+    best, median = timed_rates(lib, "read", (a, b), host.nbytes / 1e9, repeat)
+    return {"bytes": host.nbytes, "threads": int(threads), "best_gbs": best,
+            "median_gbs": median}
+
+
+def timed_rates(lib, name: str, args, amount: float, repeat: int) -> tuple[float, float]:
+    """``(best, median)`` rate of ``amount`` a second over ``repeat`` timed calls of
+    ``lib[name](*args)`` on the CPU (the floors' kernels share it)."""
+    seconds = lib.time_evaluator(name, _tvm.cpu(), number=1, repeat=repeat)(*args).results
+    return amount / min(seconds), amount / float(np.median(seconds))
 
 
 def memory_floor(mod, threads: int, repeat: int = 21) -> dict:
@@ -104,10 +110,12 @@ def memory_floor(mod, threads: int, repeat: int = 21) -> dict:
     logger.info("weights %.1f MB, read at %.1f GB/s (median %.1f) with %d threads: floor "
                 "%.2f ms", nbytes / 1e6, read["best_gbs"], read["median_gbs"], threads,
                 floor_ms)
-    return {"weight_mb": _sig(nbytes / 1e6), "bandwidth_gbs": _sig(read["best_gbs"]),
-            "median_gbs": _sig(read["median_gbs"]), "floor_ms": _sig(floor_ms),
+    return {"weight_mb": significant(nbytes / 1e6),
+            "bandwidth_gbs": significant(read["best_gbs"]),
+            "median_gbs": significant(read["median_gbs"]), "floor_ms": significant(floor_ms),
             "threads": int(threads)}
 
 
-def _sig(value: float, digits: int = 4) -> float:
+def significant(value: float, digits: int = 4) -> float:
+    """``value`` rounded to ``digits`` significant digits (the floors' JSON figures)."""
     return float(f"{value:.{digits}g}")
