@@ -24,6 +24,16 @@ class AddOne:
                 b[vi] = a[vi] + T.float32(1)
 
 
+@I.ir_module
+class AddTwo:
+    @T.prim_func(s_tir=True)
+    def main(a: T.Buffer((16,), "float32"), b: T.Buffer((16,), "float32")):
+        for i in range(16):
+            with T.sblock("b"):
+                vi = T.axis.spatial(16, i)
+                b[vi] = a[vi] + T.float32(2)
+
+
 def _db_with_one_record(path, target, variant="parallel", secs=1e-6):
     kernels = KernelDB(path, target, create=True)
     db = kernels.database(variant, writable=True)
@@ -124,6 +134,53 @@ def test_best_time_of_a_kernel_and_the_digest_stages_are_logged_under(tmp_path):
 def test_a_variant_read_after_it_was_opened_for_tuning_holds_what_was_appended(tmp_path):
     KernelDB(tmp_path, host_target(), create=True).database("parallel", writable=True)
     kernels = KernelDB(tmp_path)
-    before = kernels.database("parallel")  # read before tuning
-    writable = kernels.database("parallel", writable=True)
-    assert kernels.database("parallel") is writable is not before
+    assert kernels.database("parallel").get_all_tuning_records() == []  # read before tuning
+    _commit(kernels, _trace(), 1e-6)  # the tuner appends through the writable one
+    assert len(kernels.database("parallel").get_all_tuning_records()) == 1
+
+
+def _trace(split: int | None = None):
+    sch = tvm.s_tir.Schedule(AddOne)
+    loop, = sch.get_loops(sch.get_sblock("b"))
+    if split:
+        sch.split(loop, [None, split])
+    return sch.trace
+
+
+def _commit(kernels, trace, secs, variant="parallel", func=AddOne["main"]):
+    db = kernels.database(variant, writable=True)
+    workload = db.commit_workload(_tvm.ms_workload(func))
+    db.commit_tuning_record(ms.database.TuningRecord(
+        trace, workload, [secs], kernels.target_for(variant),
+        ms.arg_info.ArgInfo.from_prim_func(func)))
+
+
+def _run(kernels, cache, variant="parallel"):
+    entry = {"variant": variant, "records": kernels.num_records(variant)}
+    kernels.meta["tuning"].append(entry if cache is None else {**entry, "cache": cache})
+    kernels.save_meta()
+
+
+def test_records_rank_within_the_timing_of_the_latest_run(tmp_path):
+    """A warm record (an older run's, no ``cache`` in the history) beats a cold one of the
+    same kernel by its lower time alone; once a cold run is the latest, the kernel's cold
+    records rank, and a kernel with none keeps its warm ones."""
+    kernels = KernelDB(tmp_path, host_target(2), create=True)
+    _commit(kernels, _trace(4), 1e-6)  # warm: lower, by how it was timed
+    _commit(kernels, _trace(), 1e-6, func=AddTwo["main"])
+    _run(kernels, None)
+    digest = KernelDB(tmp_path).fingerprint
+    _commit(kernels, _trace(8), 3e-6)
+    _run(kernels, "cold")
+    fresh = KernelDB(tmp_path)
+    assert fresh.best_us("parallel", AddOne["main"]) == pytest.approx(3.0)
+    best = fresh.database("parallel").query_schedule(
+        _tvm.ms_workload(AddOne["main"]), fresh.target, "main")
+    assert "8" in str(best.trace) and "4" not in str(best.trace)
+    assert fresh.best_us("parallel", AddTwo["main"]) == pytest.approx(1.0)  # warm only: kept
+    assert len(fresh.database("parallel", writable=True).get_all_tuning_records()) == 3
+    assert fresh.fingerprint != digest  # stages measured with the warm ranking: measured again
+    _run(kernels, "warm")  # a warm run latest: the warm records rank again
+    assert KernelDB(tmp_path).best_us("parallel", AddOne["main"]) == pytest.approx(1.0)
+
+

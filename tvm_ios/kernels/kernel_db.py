@@ -18,8 +18,9 @@ count); :func:`target_name` names a directory after it (``llvm-znver4-2c``). A d
 tuned for another target is applied only if this CPU runs its code (:mod:`~.cpu_compat`;
 builds then target the database's CPU): :func:`open_kernels` warns, naming both, and
 otherwise the build stays untuned. A line that is not valid JSON is skipped with its file
-and line named. What is committed are gzip copies of the JSON files (:meth:`KernelDB.pack`),
-unpacked on first use.
+and line named, and a build ranks a variant's records within the way its latest run timed
+them, cold or warm (:mod:`~.db_records`). What is committed are gzip copies of the JSON
+files (:meth:`KernelDB.pack`), unpacked on first use.
 """
 from __future__ import annotations
 
@@ -27,12 +28,11 @@ import gzip
 import hashlib
 import json
 import logging
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from .. import _tvm
+from . import db_records
 from .cpu_compat import incompatibility
 
 __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_name",
@@ -40,7 +40,7 @@ __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_
 
 logger = logging.getLogger(__name__)
 
-FILES = ("database_workload.json", "database_tuning_record.json")
+FILES = db_records.FILES
 VARIANTS = ("parallel", "serial", "packed", "serial-packed")
 #: The stage log kept beside a database: stages measured with its kernels (``tvm-ios tune``).
 STAGE_LOG = "stages.jsonl"
@@ -91,24 +91,6 @@ def default_kernels_dir(model: str, image_size: int | None, target=None,
     root = Path(root) if root else Path(__file__).resolve().parents[2] / "benchmarks" / "kernels"
     size = image_size if image_size is not None else "default"
     return root / target_name(target or host_target()) / f"{model}-{size}"
-
-
-def _clean_lines(path: Path) -> tuple[list[str], list[int]]:
-    """The valid JSON lines of ``path`` and the 1-based numbers of the corrupt ones."""
-    good, bad = [], []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            bad.append(number)
-            continue
-        if not isinstance(value, list) or len(value) < 2:
-            bad.append(number)
-            continue
-        good.append(line)
-    return good, bad
 
 
 class KernelDB:
@@ -181,53 +163,33 @@ class KernelDB:
         return path.is_file() and path.stat().st_size > 0
 
     def database(self, variant: str, writable: bool = False):
-        """The meta_schedule ``JSONDatabase`` of a variant.
+        """The meta_schedule ``JSONDatabase`` of a variant (:mod:`~.db_records`).
 
-        Corrupt lines are skipped, each named in a warning. Read-only, a clean copy is
-        read; ``writable`` (tuning appends to the files) moves them to ``<file>.corrupt``
-        first, so what follows them is kept and the database stays loadable. Once a variant
-        is open writable, reading it gives that one, which holds what was appended since.
+        Read (what builds and record times use), corrupt lines are skipped, each named in a
+        warning, and only the records that rank are read: where a workload has records
+        timed as the variant's latest run timed them (cold or warm), its others are left
+        out. ``writable`` (tuning appends to the files) holds every record; corrupt lines
+        are moved to ``<file>.corrupt`` first. A read after records were appended gives a
+        database holding them.
         """
         if variant not in VARIANTS:
             raise ValueError(f"kernel variant must be one of {VARIANTS}, got {variant!r}")
-        for key in ((variant, True), (variant, writable)):
-            if key in self._dbs:
-                return self._dbs[key]
         if writable:
-            self._dbs.pop((variant, False), None)  # read before the tuning: stale after it
-        key = (variant, writable)
-        folder = self.path / variant
-        folder.mkdir(parents=True, exist_ok=True) if writable else None
+            if (variant, True) not in self._dbs:
+                self._dbs[(variant, True)] = self._open(variant, True)
+            return self._dbs[(variant, True)]
         self.unpack(variant)
-        paths = [folder / f for f in FILES]
-        corrupt = {p: _clean_lines(p) for p in paths if p.is_file()}
-        if any(bad for _, bad in corrupt.values()):
-            for p, (_, bad) in corrupt.items():
-                if bad:
-                    logger.warning("kernel database %s: skipped corrupt line(s) %s", p,
-                                   ", ".join(map(str, bad)))
-            folder = self._repaired(folder, corrupt, writable)
-        db = _tvm.ms.database.JSONDatabase(str(folder / FILES[0]), str(folder / FILES[1]),
-                                           allow_missing=True)
-        self._dbs[key] = db
-        return db
+        records = self.path / variant / FILES[1]
+        stamp = records.stat().st_size if records.is_file() else -1  # (grows as appended)
+        cached = self._dbs.get((variant, False))
+        if cached is None or cached[0] != stamp:
+            self._dbs[(variant, False)] = (stamp, self._open(variant, False))
+        return self._dbs[(variant, False)][1]
 
-    def _repaired(self, folder: Path, corrupt: dict, writable: bool) -> Path:
-        if not writable:
-            copy = Path(tempfile.mkdtemp(prefix="tvm_ios_kdb_"))
-            self._tmp.append(str(copy))
-            for p in corrupt:
-                (copy / p.name).write_text("".join(g + "\n" for g in corrupt[p][0]))
-            return copy
-        for p, (good, bad) in corrupt.items():
-            if bad:
-                lines = p.read_text().splitlines()
-                with open(f"{p}.corrupt", "a", encoding="utf-8") as out:
-                    out.writelines(lines[n - 1] + "\n" for n in bad)
-                tmp = p.with_suffix(".tmp")
-                tmp.write_text("".join(g + "\n" for g in good))
-                os.replace(tmp, p)
-        return folder
+    def _open(self, variant: str, writable: bool):
+        self.unpack(variant)
+        ranked = None if writable else (self.meta.get("tuning", []), variant)
+        return db_records.open_records(self.path / variant, writable, ranked, self._tmp)
 
     @property
     def fingerprint(self) -> str:
@@ -238,6 +200,8 @@ class KernelDB:
             packed, vpacked = self.num_records("packed"), self.num_records("serial-packed")
             ident += f":{packed}" if packed else ""  # (digests of databases before a
             ident += f":sp{vpacked}" if vpacked else ""  # packed variant stay the same)
+            ranked = [v for v in VARIANTS if db_records.mixed(self.meta.get("tuning"), v)]
+            ident += f":ranked-{'-'.join(ranked)}" if ranked else ""  # (which records rank)
             self._fingerprint = hashlib.sha1(ident.encode()).hexdigest()[:10]
         return self._fingerprint
 
@@ -245,7 +209,7 @@ class KernelDB:
         """Tuning records of a variant (lines of its record file)."""
         self.unpack(variant)
         path = self.path / variant / FILES[1]
-        return len(_clean_lines(path)[0]) if path.is_file() else 0
+        return len(db_records.clean_lines(path)[0]) if path.is_file() else 0
 
     def pack(self) -> list[Path]:
         """Write ``<file>.gz`` beside each database file (what is committed: the JSON files

@@ -6,7 +6,10 @@ one thread (TVM's default on a 2-core VM), so the record that wins in them is th
 *serial* run of a parallel kernel. :func:`retime_kernels` takes the ``top_k`` records of
 every workload, builds each candidate again from its trace and times it with the runner the
 tuner now uses (the target's cores); the new records are appended (the database stays
-append-only), and being faster than their one-thread selves, they rank first.
+append-only), and being faster than their one-thread selves, they rank first. Likewise for
+records timed warm, before the tuner timed cold: the candidates are the best of all the
+workload's records, and once timed cold, the cold records are the ones that rank
+(:mod:`.record_timing`), so every workload's best is chosen by cold times again.
 """
 from __future__ import annotations
 
@@ -98,16 +101,16 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
         ``progress(variant, done, total)`` after each workload.
     """
     target = kernels.target_for(variant)
+    before = _best_traces(kernels, variant) if kernels.has(variant) else {}
     db = kernels.database(variant, writable=True)
     origin = source.database(variant) if source is not None else db
     runner = _runner(rpc, settings, _cores(kernels))
     builder, workloads = InProcessBuilder(), _workloads(origin)
-    start, timed, failed, changed = time.perf_counter(), 0, 0, 0
+    start, timed, failed = time.perf_counter(), 0, 0
     for done, workload in enumerate(workloads, 1):
         records = list(origin.get_top_k(workload, top_k))
         if records:
             here = db.commit_workload(workload.mod) if source is not None else workload
-            best = records[0].trace
             for record, secs in zip(records, _time(records, target, builder, runner)):
                 if secs is None:
                     failed += 1
@@ -115,21 +118,27 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
                 db.commit_tuning_record(ms.database.TuningRecord(
                     record.trace, here, secs, target, record.args_info))
                 timed += 1
-            new_best = db.get_top_k(here, 1)
-            changed += bool(new_best) and str(new_best[0].trace) != str(best)
         if progress is not None:
             progress(variant, done, len(workloads))
     wall = time.perf_counter() - start
-    report = RetimeReport(variant, len(workloads), timed, failed, changed, wall)
-    kernels.meta.setdefault("tuning", []).append(
-        {"variant": variant, "retimed_top_k": top_k, "workloads": len(workloads),
-         **({"from": source.name} if source is not None else {}),
-         "cache": cache_state(settings),
-         "timed": timed, "failed": failed, "changed": changed, "records":
-         kernels.num_records(variant), "wall_s": round(wall, 1), "rpc": bool(rpc),
-         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    entry = {"variant": variant, "retimed_top_k": top_k, "workloads": len(workloads),
+             **({"from": source.name} if source is not None else {}),
+             "cache": cache_state(settings), "timed": timed, "failed": failed,
+             "records": kernels.num_records(variant), "wall_s": round(wall, 1),
+             "rpc": bool(rpc), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    kernels.meta.setdefault("tuning", []).append(entry)  # (the history ranks the records)
+    after = _best_traces(kernels, variant)
+    entry["changed"] = sum(before.get(key) != trace for key, trace in after.items())
     kernels.save_meta()
-    return report
+    return RetimeReport(variant, len(workloads), timed, failed, entry["changed"], wall)
+
+
+def _best_traces(kernels: KernelDB, variant: str) -> dict:
+    """Workload key -> the trace of its best record, as builds rank them (the records of
+    the timing of the variant's latest run, :mod:`.record_timing`)."""
+    db = kernels.database(variant)
+    return {_tvm.structural_hash(w.mod): str(top[0].trace) for w in _workloads(db)
+            for top in [db.get_top_k(w, 1)] if top}
 
 
 def _workloads(db) -> list:
