@@ -73,3 +73,20 @@ def test_the_scheduled_builds_are_scheduled_modules_whose_kernels_are_tasks(tmp_
     assert schedule_of(mod) is None
     assert len(kernel_tasks(mod, kernels, "parallel", also=builds)) >= \
         len(kernel_tasks(mod, kernels, "parallel"))
+
+
+def test_kernels_are_timed_cold_where_the_weights_exceed_the_last_level_cache(monkeypatch):
+    import argparse
+
+    import numpy as np
+
+    from tvm_ios.cli.tune_kernels import _cold
+    from tvm_ios.kernels import tuning
+
+    monkeypatch.setattr(tuning, "last_level_cache", lambda: 32 << 20)
+    small = {"w": np.zeros((1 << 20,), "float32")}  # 4 MB: stays in the cache
+    large = {"w": np.zeros((16 << 20,), "float32")}  # 64 MB: read from memory each call
+    plain = argparse.Namespace(cold=False, warm=False)
+    assert _cold(plain, small) is False and _cold(plain, large) is True
+    assert _cold(argparse.Namespace(cold=True, warm=False), small) is True
+    assert _cold(argparse.Namespace(cold=False, warm=True), large) is False

@@ -175,3 +175,26 @@ def test_candidates_are_timed_cold_unless_asked_warm(tuned):
     assert not warm.enable_cpu_cache_flush and warm.number > 1
     kernels, _ = tuned
     assert {e["cache"] for e in kernels.meta["tuning"]} == {"cold"}
+
+
+def test_timing_follows_whether_the_weights_fit_the_last_level_cache():
+    mb = 1 << 20
+    assert tuning.timing_for(5 * mb, 32 * mb) == "warm"  # SqueezeNet at 64 px on the Zen 4
+    assert tuning.timing_for(69 * mb, 32 * mb) == "cold"  # Inception V3 at 75 px
+    assert tuning.timing_for(5 * mb, 0) == "cold"  # cache unknown: the tuner's default
+    cache = tuning.last_level_cache()
+    assert cache is None or cache >= 256 * 1024
+
+
+def test_a_run_without_a_timing_times_as_the_databases_latest_run(tmp_path):
+    """A search or a cover run on a database timed warm adds warm records (else they would
+    be the ones builds rank), on a new database cold; a timing given is kept."""
+    two = dag_model(seed=0, num_ops=2, channels=8, size=8, p=0.0)[0]
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    assert tuning.resolved({}, kernels, "parallel")["cold"] is True
+    tune_kernels(two, kernels, variants=("parallel",), trials=2, cover=0, cold=False,
+                 min_repeat_ms=1)
+    assert tuning.resolved({}, kernels, "parallel")["cold"] is False
+    assert tuning.resolved({"cold": True}, kernels, "parallel")["cold"] is True
+    tune_kernels(two, kernels, variants=("parallel",), trials=2, cover=2, min_repeat_ms=1)
+    assert [e["cache"] for e in kernels.meta["tuning"]] == ["warm", "warm"]

@@ -68,10 +68,15 @@ def add_parser(subparsers) -> None:
                         help="with --retime: take the candidates from this database (another "
                              "CPU's, say), build them for --target and time them here: a "
                              "database of this CPU seeded with them, to tune on from")
-    parser.add_argument("--warm", action="store_true",
+    timing = parser.add_mutually_exclusive_group()
+    timing.add_argument("--warm", action="store_true",
                         help="time candidates with their weights in the caches, many calls "
-                             "in a row (default: cold, the caches flushed before each call, "
-                             "as a model's kernels run)")
+                             "in a row, as a model whose weights fit the last-level cache "
+                             "runs its kernels (default where they fit)")
+    timing.add_argument("--cold", action="store_true",
+                        help="time candidates with the caches flushed before each call, as "
+                             "a model whose weights exceed the last-level cache runs its "
+                             "kernels (default where they exceed it)")
     parser.set_defaults(handler=run)
 
 
@@ -160,7 +165,7 @@ def run(args) -> int:
         return 2
     try:
         if args.retime:
-            return _retime(args, kernels, rpc, name)
+            return _retime(args, kernels, rpc, name, params)
         mod = _tvm.bind_params(mod, params)
         trim = TrimDeadTaps()
         ios_mod = trim(mod)  # the graph the tvm-ios builds take (vEU kernels: its)
@@ -171,7 +176,7 @@ def run(args) -> int:
         reports = tune_kernels(ios_mod, kernels, args.variants, args.trials, rpc, _Bar(),
                                seed=args.seed, anchors_only=not args.all_ops,
                                cover=args.cover, also=also, timeout_s=args.timeout,
-                               cold=not args.warm)
+                               cold=_cold(args, params))
     except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
@@ -201,7 +206,18 @@ def scheduled_builds(mod, kernels) -> list:
     return out
 
 
-def _retime(args, kernels, rpc, name) -> int:
+def _cold(args, params) -> bool:
+    """``--cold``/``--warm``, else cold where the model's weights exceed this CPU's
+    last-level cache (:func:`~tvm_ios.kernels.tuning.timing_for`)."""
+    from ..kernels.tuning import timing_for  # noqa: PLC0415
+
+    if args.cold or args.warm:
+        return args.cold
+    weights = sum(int(getattr(v, "nbytes", 0)) for v in params.values())
+    return timing_for(weights) == "cold"
+
+
+def _retime(args, kernels, rpc, name, params) -> int:
     """``--retime K``: the K best records of every workload timed again, per variant."""
     from ..kernels.kernel_db import KernelDB  # noqa: PLC0415
     from ..kernels.retime import retime_kernels  # noqa: PLC0415
@@ -215,7 +231,7 @@ def _retime(args, kernels, rpc, name) -> int:
                   file=sys.stderr)
             continue
         report = retime_kernels(kernels, variant, args.retime, rpc, _Bar(), source=source,
-                                timeout_s=args.timeout, cold=not args.warm)
+                                timeout_s=args.timeout, cold=_cold(args, params))
         reports.append(report)
         print(f"{name} {variant}: {report.timed} candidates of {report.workloads} kernels "
               f"timed again, {report.changed} now best another, {report.failed} failed, "

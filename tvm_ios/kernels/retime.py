@@ -22,7 +22,7 @@ from typing import Callable
 
 from .. import _tvm
 from .kernel_db import KernelDB
-from .tuning import InProcessBuilder, _cores, _runner, cache_state
+from .tuning import InProcessBuilder, _cores, _runner, cache_state, resolved
 
 __all__ = ["RetimeReport", "retime_kernels"]
 
@@ -101,6 +101,7 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
         ``progress(variant, done, total)`` after each workload.
     """
     target = kernels.target_for(variant)
+    settings = resolved(settings, kernels, variant)
     before = _best_traces(kernels, variant) if kernels.has(variant) else {}
     db = kernels.database(variant, writable=True)
     origin = source.database(variant) if source is not None else db

@@ -35,6 +35,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import tvm
@@ -42,12 +43,13 @@ from tvm.ir.utils import derived_object
 
 from .. import _tvm
 from ..runtime.rpc import alloc_rpc, check_tracker
+from .db_records import COLD, WARM, preferred
 from .kernel_db import VARIANTS, KernelDB
 from .prepack import PLAIN
 from .tuning_tasks import kernel_tasks, untuned_tasks
 
-__all__ = ["InProcessBuilder", "TuneProgress", "tune_kernels",
-           "TuneReport", "evaluator_config", "cache_state"]
+__all__ = ["InProcessBuilder", "TuneProgress", "tune_kernels", "TuneReport",
+           "evaluator_config", "cache_state", "resolved", "timing_for", "last_level_cache"]
 
 logger = logging.getLogger(__name__)
 ms = _tvm.ms
@@ -112,8 +114,9 @@ class TuneReport:
 
 
 def evaluator_config(settings):
-    """How a candidate is timed: cold by default (``settings["cold"]``), each of
-    ``cold_repeat`` calls after every argument but the input was flushed from the caches, as
+    """How a candidate is timed: cold by default (``settings["cold"]``, :func:`resolved`),
+    each of ``cold_repeat`` calls after every argument but the input was flushed from the
+    caches, as
     a kernel runs in a model whose weights (95 MB in Inception V3) do not fit the caches:
     there the summed cold times of its kernels were 4.68 ms for a model taking 4.77 ms,
     their warm times 3.34 ms, and warm timing ranks a kernel that re-reads its weights from
@@ -171,8 +174,10 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         The scheduled builds' modules (:func:`kernel_tasks`): their kernels that the
         sequential build does not call are tuned as well.
     """
-    reports, runner = [], None
+    reports, runners = [], {}
     for variant in variants:
+        variant_settings = resolved(settings, kernels, variant)
+        state = cache_state(variant_settings)
         tasks = kernel_tasks(mod, kernels, variant, anchors_only, also)
         before = kernels.num_records(variant)
         todo = max(0, trials - before)
@@ -182,12 +187,14 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         if missing and (before or len(tasks) * _per_iter(todo, len(tasks)) > todo):
             logger.info("%d of %d %s tasks have no record: %d trials for them first",
                         len(missing), len(tasks), variant, len(missing) * cover)
-            runner = runner or _runner(rpc, settings, _cores(kernels))
+            runner = runners.get(state) or _runner(rpc, variant_settings, _cores(kernels))
+            runners[state] = runner  # (one pool for the variants timed alike)
             _tune_variant(missing, kernels, variant, len(missing) * cover, runner, progress,
                           seed, per_iter=cover)
             todo = max(0, trials - kernels.num_records(variant))
         if tasks and todo:
-            runner = runner or _runner(rpc, settings, _cores(kernels))  # one pool for both
+            runner = runners.get(state) or _runner(rpc, variant_settings, _cores(kernels))
+            runners[state] = runner
             _tune_variant(tasks, kernels, variant, todo, runner, progress, seed)
         wall = time.perf_counter() - start
         after = kernels.num_records(variant)
@@ -195,15 +202,48 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         kernels.meta.setdefault("tuning", []).append(
             {"variant": variant, "tasks": len(tasks), "trials": after - before,
              "records": after, "wall_s": round(wall, 1), "rpc": bool(rpc),
-             "cache": cache_state(settings),
-             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+             "cache": state, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         kernels.save_meta()
     return reports
 
 
 def cache_state(settings) -> str:
     """``"cold"`` or ``"warm"``: how :func:`evaluator_config` times candidates."""
-    return "cold" if settings.get("cold", True) else "warm"
+    return COLD if settings.get("cold", True) is not False else WARM
+
+
+def resolved(settings, kernels: KernelDB, variant: str) -> dict:
+    """``settings`` with ``cold`` decided: as given, else as the variant's latest run timed
+    (:func:`~.db_records.preferred`; a new database: cold), so that a search or a cover run
+    on a database adds records of the timing its builds rank."""
+    if settings.get("cold") is not None:
+        return settings
+    return {**settings, "cold": preferred(kernels.meta.get("tuning"), variant) == COLD}
+
+
+def timing_for(weight_bytes: int, cache_bytes: int | None = None) -> str:
+    """How to time a model's kernels: ``"cold"`` where its weights exceed the last-level
+    cache (``cache_bytes``, default this CPU's, :func:`last_level_cache`), so every call
+    reads them from memory, ``"warm"`` where they fit and stay in it between calls. On the
+    Zen 4 (32 MB): SqueezeNet at 64 px, 4.9 MB of weights, ran 0.79 ms with its kernels
+    ranked by cold times and 0.48 by warm ones; Inception V3, 69 MB, the other way."""
+    cache_bytes = last_level_cache() if cache_bytes is None else cache_bytes
+    return COLD if not cache_bytes or weight_bytes > cache_bytes else WARM
+
+
+def last_level_cache() -> int | None:
+    """Bytes of this CPU's last-level cache (Linux sysfs), None where unknown."""
+    sizes = []
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            text = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        size = int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
+        sizes.append((level, size))
+    return max(sizes)[1] if sizes else None
 
 
 def _cores(kernels: KernelDB) -> int:
