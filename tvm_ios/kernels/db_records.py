@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 COLD, WARM = "cold", "warm"
 FILES = ("database_workload.json", "database_tuning_record.json")
+_TOLD: set = set()
 
 
 def clean_lines(path: Path) -> tuple[list[str], list[int]]:
@@ -128,7 +129,8 @@ def open_records(folder: Path, writable: bool, ranked: tuple | None, scratch: li
 def _ranked(folder: Path, lines: list[str], history, variant: str) -> list[str] | None:
     prefer = preferred(history, variant)
     kept = ranked_lines(lines, line_timings(history, variant, len(lines)), prefer)
-    if kept is not None:
+    if kept is not None and (str(folder), len(lines)) not in _TOLD:
+        _TOLD.add((str(folder), len(lines)))  # (once a file: builds read it again and again)
         logger.info("kernel database %s: %d of %d records rank (timed %s)", folder,
                     len(kept), len(lines), prefer)
     return kept
