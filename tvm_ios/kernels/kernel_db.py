@@ -174,11 +174,11 @@ class KernelDB:
         """
         if variant not in VARIANTS:
             raise ValueError(f"kernel variant must be one of {VARIANTS}, got {variant!r}")
+        self.unpack(variant)
         if writable:
             if (variant, True) not in self._dbs:
                 self._dbs[(variant, True)] = self._open(variant, True)
             return self._dbs[(variant, True)]
-        self.unpack(variant)
         records = self.path / variant / FILES[1]
         stamp = records.stat().st_size if records.is_file() else -1  # (grows as appended)
         cached = self._dbs.get((variant, False))
@@ -187,7 +187,6 @@ class KernelDB:
         return self._dbs[(variant, False)][1]
 
     def _open(self, variant: str, writable: bool):
-        self.unpack(variant)
         ranked = None if writable else (self.meta.get("tuning", []), variant)
         return db_records.open_records(self.path / variant, writable, ranked, self._tmp)
 
