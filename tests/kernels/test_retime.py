@@ -61,13 +61,13 @@ def test_another_databases_best_candidates_seed_a_new_one(tuned, tmp_path):
 
 
 def test_warm_records_timed_cold_again_are_the_ones_that_rank(tmp_path):
-    """A database tuned warm, retimed cold (the default): its best candidates get cold
-    records, and builds rank those alone (the warm ones are lower by how they were timed)."""
+    """A database tuned warm, retimed cold: its best candidates get cold records, and builds
+    rank those alone (the warm ones are lower by how they were timed)."""
     model = dag_model(seed=1, num_ops=2, channels=8, size=8, p=0.0)[0]
     kernels = KernelDB(tmp_path, host_target(), create=True)
     tune_kernels(model, kernels, variants=("parallel",), trials=6, cold=False, min_repeat_ms=1)
     warm = kernels.num_records("parallel")
-    report = retime_kernels(kernels, "parallel", top_k=2)
+    report = retime_kernels(kernels, "parallel", top_k=2, cold=True)  # (else: as it was)
     assert report.failed == 0 and report.timed > 0
     fresh = open_kernels(tmp_path)
     assert fresh.num_records("parallel") == warm + report.timed  # every record kept
