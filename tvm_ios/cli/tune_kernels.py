@@ -61,9 +61,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the search")
     parser.add_argument("--retime", type=int, metavar="K", default=0,
                         help="no search: time the K best records of each kernel again with "
-                             "today's runner (parallel kernels on the target's cores, cold "
-                             "unless --warm) and append them; builds rank a kernel's records "
-                             "of the latest run's timing (databases timed otherwise before)")
+                             "today's runner (parallel kernels on the target's cores; cold "
+                             "or warm as for a search) and append them; builds rank a "
+                             "kernel's records of the latest run's timing (databases timed "
+                             "otherwise before)")
     parser.add_argument("--from", dest="source", metavar="DIR", default=None,
                         help="with --retime: take the candidates from this database (another "
                              "CPU's, say), build them for --target and time them here: a "

@@ -175,6 +175,12 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         sequential build does not call are tuned as well.
     """
     reports, runners = [], {}
+
+    def runner_for(state, variant_settings):  # one pool for the variants timed alike
+        if state not in runners:
+            runners[state] = _runner(rpc, variant_settings, _cores(kernels))
+        return runners[state]
+
     for variant in variants:
         variant_settings = resolved(settings, kernels, variant)
         state = cache_state(variant_settings)
@@ -187,14 +193,12 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         if missing and (before or len(tasks) * _per_iter(todo, len(tasks)) > todo):
             logger.info("%d of %d %s tasks have no record: %d trials for them first",
                         len(missing), len(tasks), variant, len(missing) * cover)
-            runner = runners.get(state) or _runner(rpc, variant_settings, _cores(kernels))
-            runners[state] = runner  # (one pool for the variants timed alike)
+            runner = runner_for(state, variant_settings)
             _tune_variant(missing, kernels, variant, len(missing) * cover, runner, progress,
                           seed, per_iter=cover)
             todo = max(0, trials - kernels.num_records(variant))
         if tasks and todo:
-            runner = runners.get(state) or _runner(rpc, variant_settings, _cores(kernels))
-            runners[state] = runner
+            runner = runner_for(state, variant_settings)
             _tune_variant(tasks, kernels, variant, todo, runner, progress, seed)
         wall = time.perf_counter() - start
         after = kernels.num_records(variant)
@@ -225,8 +229,9 @@ def timing_for(weight_bytes: int, cache_bytes: int | None = None) -> str:
     """How to time a model's kernels: ``"cold"`` where its weights exceed the last-level
     cache (``cache_bytes``, default this CPU's, :func:`last_level_cache`), so every call
     reads them from memory, ``"warm"`` where they fit and stay in it between calls. On the
-    Zen 4 (32 MB): SqueezeNet at 64 px, 4.9 MB of weights, ran 0.79 ms with its kernels
-    ranked by cold times and 0.48 by warm ones; Inception V3, 69 MB, the other way."""
+    Zen 4 (32 MB): SqueezeNet at 64 px, 4.9 MB of weights, ran 0.50 ms with its kernels
+    ranked by cold times and 0.47 by warm ones (a probe); Inception V3, 69 MB, ran 1.09x
+    as fast with them ranked by cold times as with the warm records ranked first."""
     cache_bytes = last_level_cache() if cache_bytes is None else cache_bytes
     return COLD if not cache_bytes or weight_bytes > cache_bytes else WARM
 
