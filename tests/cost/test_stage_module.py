@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from tvm_ios.cost.stage_module import stage_module
+from tvm_ios.cost.signature import StageSigner
+from tvm_ios.cost.stage_module import op_stages, stage_module
 from tvm_ios.graph.extract import extract
 from tvm_ios.runtime.compare import build, random_inputs, run
 
@@ -46,3 +47,11 @@ def test_merged_stage_computes_what_the_groups_compute(ext):
 def test_unmergeable_stage_is_refused(ext):
     with pytest.raises(ValueError, match="cannot be merged"):
         stage_module(ext, [[0], [4]], merge=True)  # a conv and a pool
+
+
+def test_op_stages_hold_each_op_alone_once_per_signature(tiny, ext):
+    signer = StageSigner(ext)
+    distinct = {signer.signature([[i]]) for i in range(len(ext.graph))}
+    mods = op_stages(tiny, "llvm")
+    assert len(mods) == len(distinct) < len(ext.graph)  # identical blocks: once
+    assert all(len(m["main"].params) == 1 for m in mods)  # weights bound, as measured

@@ -166,6 +166,20 @@ def test_a_kernel_the_parallel_variant_lacks_gets_the_serial_record(model, tmp_p
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
+def test_a_kernel_the_parallel_variant_lacks_gets_a_serial_packed_record(model, tmp_path):
+    """The one-core fallback packs its weights where the serial-packed variant has the
+    kernel (here the only one it has: a serial-packed record beats none)."""
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    tune_kernels(model, kernels, variants=("serial-packed",), trials=2, min_repeat_ms=1)
+    assert kernels.has("serial-packed") and not kernels.has("serial")
+    tuned_mod = apply_kernels(model, kernels)
+    assert tuned_functions(tuned_mod)[0] >= 1
+    x = random_inputs(model)
+    ref = run(tvm.compile(apply_kernels(model, None, kernels.target), kernels.target), x)
+    out = run(tvm.compile(tuned_mod, kernels.target), x)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
 def test_candidates_are_timed_cold_unless_asked_warm(tuned):
     """A model's kernels read weights the caches no longer hold: candidates are timed one
     call at a time, every argument but the input flushed first (the tuning record says so)."""

@@ -5,6 +5,7 @@ import tvm
 from tvm import relax
 
 from tvm_ios import pipeline
+from tvm_ios.cost.stage_module import op_stages
 from tvm_ios.kernels.kernel_db import KernelDB, host_target
 from tvm_ios.kernels.tuning_tasks import kernel_tasks
 from tvm_ios.testing import dag_model
@@ -50,3 +51,15 @@ def test_a_scheduled_build_gives_its_fused_kernels_not_its_rprograms(tmp_path):
     assert rprograms
     tasks = kernel_tasks(mod, kernels, "parallel", also=[scheduled])
     assert not [t.task_name for t in tasks if "tvm_ios.rprogram" in str(t.dispatched[0])]
+
+
+def test_each_op_alone_as_a_stage_measures_it_is_a_task_too(tmp_path):
+    """A stage's judge runs an op alone: the convolution whose sum the model fuses into it
+    is then a convolution alone, a workload the model's own tasks lack."""
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    mod = _two_convs(True)
+    own = kernel_tasks(mod, kernels, "parallel")
+    alone = op_stages(mod, kernels.target)
+    both = kernel_tasks(mod, kernels, "parallel", also=alone)
+    assert len(own) == 2 and len(both) == 3  # + the 3x3 convolution without the sum
+    assert all(len(m["main"].params) == 1 for m in alone)  # weights bound, as measured

@@ -57,7 +57,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--sequential-only", action="store_true",
                         help="tune the sequential build's kernels only, not also those the "
                              "IOS builds (stages, rProgram) fuse otherwise once their "
-                             "schedule has moved ops")
+                             "schedule has moved ops, nor each op fused alone (what a "
+                             "stage's measurement runs)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the search")
     parser.add_argument("--retime", type=int, metavar="K", default=0,
                         help="no search: time the K best records of each kernel again with "
@@ -141,6 +142,7 @@ def run(args) -> int:
     from ..runtime.rpc import RPCError, check_tracker, parse_tracker  # noqa: PLC0415
     from ..kernels.kernel_db import KernelDB, default_kernels_dir, host_target  # noqa
     from ..kernels.tuning import tune_kernels  # noqa: PLC0415
+    from ..cost.stage_module import op_stages  # noqa: PLC0415
     from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
 
     target = _tvm.make_target(args.target) if args.target else host_target()
@@ -172,8 +174,8 @@ def run(args) -> int:
         ios_mod = trim(mod)  # the graph the tvm-ios builds take (vEU kernels: its)
         fused = {"parallel", "packed"} & set(args.variants)  # (serial ones: op by op)
         also = [mod] if trim.trimmed else []  # TVM's own sequential build of the model
-        also += scheduled_builds(ios_mod, kernels) if fused and not args.sequential_only \
-            else []
+        if fused and not args.sequential_only:  # + each op alone, as a stage's judge runs it
+            also += scheduled_builds(ios_mod, kernels) + op_stages(ios_mod, kernels.target)
         reports = tune_kernels(ios_mod, kernels, args.variants, args.trials, rpc, _Bar(),
                                seed=args.seed, anchors_only=not args.all_ops,
                                cover=args.cover, also=also, timeout_s=args.timeout,

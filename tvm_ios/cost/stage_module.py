@@ -41,7 +41,8 @@ from ..schedule.merge import merge_plan
 from ..schedule.schedule import Schedule, Stage
 from .signature import StageSigner
 
-__all__ = ["StageModule", "stage_module", "stage_description", "stage_tag", "ENGINE_ATTR",
+__all__ = ["StageModule", "stage_module", "op_stages", "stage_description", "stage_tag",
+           "ENGINE_ATTR",
            "KERNELS_ATTR", "RPROGRAM_TAG", "BALANCED_TAG", "CONCURRENT_TAGS"]
 
 #: Module attributes read by :func:`~tvm_ios.cost.measure.prepare_stage`.
@@ -221,6 +222,29 @@ def stage_module(ext: Extraction, groups: Sequence[Sequence[int]], merge: bool =
     key = workload_key(mod, inputs) + tag
     return StageModule(mod, key, inputs, stage_description(ext.graph, groups, merge),
                        signer.signature(groups, merge) + tag)
+
+
+def op_stages(mod, target) -> list:
+    """Each op of ``mod``'s graph alone as a measured stage builds it, before its kernels
+    are applied (weights bound and folded, :func:`~.measure.prepare_stage`), one module per
+    distinct stage signature.
+
+    What a judge's sequential side runs (:mod:`.fallback`) where a group is one op: an op
+    alone fuses otherwise than in the model (ResNeXt-29's last 1x1 convolution of a block
+    with its bias only, where the model adds the shortcut into it), so a database tuned on
+    the model's kernels alone holds no parallel kernel of it.
+    """
+    from .measure import prepare_stage  # noqa: PLC0415  (measure imports this module)
+
+    ext = extract(mod["main"])
+    signer = StageSigner(ext)
+    out: dict[str, object] = {}
+    for node in range(len(ext.graph)):
+        signature = signer.signature([[node]])
+        if signature not in out:
+            out[signature] = prepare_stage(stage_module(ext, [[node]], signer=signer,
+                                                        engine="sequential").mod, target)
+    return list(out.values())
 
 
 def _merged(mod):

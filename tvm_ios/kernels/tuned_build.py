@@ -72,11 +72,13 @@ def apply_kernels(mod, kernels, target=None, variant: str = "parallel", fuse: bo
 
     Notes
     -----
-    A parallel kernel the database lacks gets the op's serial one where it has that: a stage
-    module fuses an op alone (ResNeXt-29's last 1x1 convolution of a block with its bias),
-    where the model fuses it with the residual add that follows, so the parallel variant,
-    tuned on the model's kernels, has no record of it; untuned, TVM's naive loop nest took
-    0.3-1 s per call against 10 ms tuned.
+    A parallel kernel the database lacks gets the op's one-core kernel where it has that,
+    the serial-packed one where its record beats the serial one: a stage module fuses an op
+    alone (ResNeXt-29's last 1x1 convolution of a block with its bias), where the model
+    fuses it with the residual add that follows, so a parallel variant tuned on the model's
+    kernels only has no record of it (``tune-kernels`` tunes these too:
+    :func:`~tvm_ios.cost.stage_module.op_stages`); untuned, TVM's naive loop nest took
+    0.3-1 s per call against 10 ms serial and 5.3 ms serial-packed.
     """
     target = target or (kernels.target if kernels is not None else "llvm")
     if fuse:
@@ -87,8 +89,9 @@ def apply_kernels(mod, kernels, target=None, variant: str = "parallel", fuse: bo
     if kernels.has(variant):
         mod = _apply(mod, kernels, variant)
     tuned, total = tuned_functions(mod)
-    if variant == "parallel" and tuned < total and kernels.has("serial"):
-        mod = _apply(mod, kernels, "serial")  # kernels only a stage module has: see above
+    if variant == "parallel" and tuned < total:  # kernels only a stage module has: see above
+        mod = _pack(mod, kernels, "serial-packed")
+        mod = _apply(mod, kernels, "serial") if kernels.has("serial") else mod
         tuned, total = tuned_functions(mod)
     mod = _fold(mod)
     logger.info("kernel database %s (%s): %d of %d kernels tuned", kernels.path, variant,
