@@ -114,6 +114,21 @@ def _weights(mod, callees=None) -> list:
             if _tvm.is_tensor_constant(a) and a.value.numpy().ndim > 1]
 
 
+def test_a_kernel_scheduled_packed_stays_marked_when_a_later_variant_marks(model, tuned,
+                                                                          tmp_path):
+    """The one-core fallback of a build marks kernels again (serial-packed): the kernels the
+    packed variant scheduled keep their mark, so their weights are still folded."""
+    kernels = KernelDB(_packed_copy(tuned, tmp_path))  # both kernels packed
+    marked, count = prepack.mark_packed(fuse_for_tuning(model, kernels.target), kernels)
+    with kernels.target, kernels.database("packed"):
+        applied = relax.transform.MetaScheduleApplyDatabase(enable_warning=False)(marked)
+    again, _ = prepack.mark_packed(applied, kernels, "serial-packed")
+    for mod in (applied, again):
+        kept = [f for _, f in prepack.kernels_of(mod)
+                if prepack.is_marked(f) and f.attrs.get(prepack.TUNED_ATTR, False)]
+        assert len(kept) == count == 2
+
+
 def test_packed_weights_are_folded_at_compile_time_and_outputs_match(model, tuned, tmp_path):
     kernels = KernelDB(_packed_copy(tuned, tmp_path))  # both kernels packed
     built = apply_kernels(model, kernels)

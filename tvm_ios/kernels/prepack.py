@@ -28,7 +28,7 @@ from tvm import relax
 
 from .. import _tvm
 
-__all__ = ["LAYOUT_FREE", "PLAIN", "mark_layout_free", "mark_packed", "unmark", "fold_packed",
+__all__ = ["LAYOUT_FREE", "PLAIN", "TUNED_ATTR", "mark_layout_free", "mark_packed", "unmark", "fold_packed",
            "kernels_of", "with_functions", "is_marked"]
 
 logger = logging.getLogger(__name__)
@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 LAYOUT_FREE = "layout_free_buffers"
 #: Packed variant -> the plain variant a kernel falls back to (the same kernels, unpacked).
 PLAIN = {"packed": "parallel", "serial-packed": "serial"}
+#: PrimFunc attribute meta_schedule sets on an applied schedule.
+TUNED_ATTR = "tirx.is_scheduled"
 
 
 def mark_layout_free(mod):
@@ -59,13 +61,21 @@ def kernels_of(mod):
 def mark_packed(mod, kernels, variant: str = "packed"):
     """``mod`` (fused) with the kernels the build packs marked layout-free, and only those:
     where the record of a kernel in the packed ``variant`` is faster than its plain one
-    (:data:`PLAIN`; or it has only a packed one). Returns ``(mod, number marked)``."""
+    (:data:`PLAIN`; or it has only a packed one). A kernel an earlier variant scheduled
+    stays as it was (a packed one marked: its weights are still to fold). Returns
+    ``(mod, number marked)``."""
+    kept = {_tvm.structural_hash(f.without_attr(LAYOUT_FREE)): f for _, f in kernels_of(mod)
+            if f.attrs is not None and f.attrs.get(TUNED_ATTR, False)}
     marked = mark_layout_free(mod)
     funcs, packed = {}, 0
-    for gv, func in marked.functions.items():
+    for gv, func in kernels_of(marked):
+        plain = func.without_attr(LAYOUT_FREE)
+        scheduled = kept.get(_tvm.structural_hash(plain)) if kept else None
+        if scheduled is not None:  # scheduled by an earlier variant: marked as it was
+            funcs[gv] = scheduled
+            continue
         if not is_marked(func):
             continue
-        plain = func.without_attr(LAYOUT_FREE)
         with_packing = None if "tvm_ios.rprogram" in func.attrs else \
             kernels.best_us(variant, func, gv.name_hint)  # (an rProgram's are inlined)
         without = kernels.best_us(PLAIN[variant], plain, gv.name_hint) \

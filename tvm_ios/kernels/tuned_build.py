@@ -22,6 +22,7 @@ from tvm import relax
 from .. import _tvm
 from .._tvm import tvm_ffi
 from . import prepack
+from .prepack import TUNED_ATTR
 from .tir_util import fresh
 
 __all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "parallel_kernels",
@@ -29,8 +30,6 @@ __all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "parallel_kerne
 
 logger = logging.getLogger(__name__)
 
-#: PrimFunc attribute meta_schedule sets on an applied schedule.
-TUNED_ATTR = "tirx.is_scheduled"
 
 
 def fuse_for_tuning(mod, target):
