@@ -42,8 +42,7 @@ from ..schedule.schedule import Schedule, Stage
 from .signature import StageSigner
 
 __all__ = ["StageModule", "stage_module", "op_stages", "stage_description", "stage_tag",
-           "ENGINE_ATTR",
-           "KERNELS_ATTR", "RPROGRAM_TAG", "BALANCED_TAG", "CONCURRENT_TAGS"]
+           "ENGINE_ATTR", "KERNELS_ATTR", "RPROGRAM_TAG", "BALANCED_TAG", "CONCURRENT_TAGS"]
 
 #: Module attributes read by :func:`~tvm_ios.cost.measure.prepare_stage`.
 ENGINE_ATTR = "tvm_ios.stage_engine"

@@ -28,8 +28,8 @@ from tvm import relax
 
 from .. import _tvm
 
-__all__ = ["LAYOUT_FREE", "PLAIN", "TUNED_ATTR", "mark_layout_free", "mark_packed", "unmark", "fold_packed",
-           "kernels_of", "with_functions", "is_marked"]
+__all__ = ["LAYOUT_FREE", "PLAIN", "TUNED_ATTR", "mark_layout_free", "mark_packed", "unmark",
+           "fold_packed", "kernels_of", "with_functions", "is_marked"]
 
 logger = logging.getLogger(__name__)
 
