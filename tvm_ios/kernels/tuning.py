@@ -116,12 +116,12 @@ class TuneReport:
 def evaluator_config(settings):
     """How a candidate is timed: cold by default (``settings["cold"]``, :func:`resolved`),
     each of ``cold_repeat`` calls after every argument but the input was flushed from the
-    caches, as
-    a kernel runs in a model whose weights (95 MB in Inception V3) do not fit the caches:
-    there the summed cold times of its kernels were 4.68 ms for a model taking 4.77 ms,
-    their warm times 3.34 ms, and warm timing ranks a kernel that re-reads its weights from
-    the cache first. Warm: ``number`` calls in a row, at least ``min_repeat_ms``."""
-    if cache_state(settings) == "cold":
+    caches, as a kernel runs in a model whose weights (95 MB in Inception V3) do not fit the
+    caches: there the summed cold times of its kernels were 4.68 ms for a model taking
+    4.77 ms, their warm times 3.34 ms, and warm timing ranks a kernel that re-reads its
+    weights from the cache first. Warm: ``number`` calls in a row, at least
+    ``min_repeat_ms``."""
+    if cache_state(settings) == COLD:
         return ms.runner.EvaluatorConfig(number=1, repeat=settings.get("cold_repeat", 9),
                                          min_repeat_ms=0, enable_cpu_cache_flush=True)
     return ms.runner.EvaluatorConfig(number=settings.get("number", 3), repeat=1,
@@ -238,14 +238,13 @@ def timing_for(weight_bytes: int, cache_bytes: int | None = None) -> str:
 
 def last_level_cache() -> int | None:
     """Bytes of this CPU's last-level cache (Linux sysfs), None where unknown."""
-    sizes = []
+    sizes, units = [], {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
         try:
             level = int((index / "level").read_text())
             text = (index / "size").read_text().strip()
         except (OSError, ValueError):
             continue
-        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
         size = int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
         sizes.append((level, size))
     return max(sizes)[1] if sizes else None
