@@ -138,8 +138,6 @@ def config_threads(num_threads: int, cores: Sequence[int] = ()) -> None:
     """Size the TVM thread pool of the calling thread (each Python thread has its own) and
     let its threads share ``cores`` (default: every core this process may use). TVM's
     default mode would pin the calling thread to core 0 in every pool."""
-    import os  # noqa: PLC0415
-
     cpus = [str(c) for c in (cores or usable_cores())]
     # mode -3: kSpecifyThreadShareAllCore, all threads of the pool share the listed cores
     tvm.get_global_func("runtime.config_threadpool")(-3, int(num_threads), cpus)
@@ -221,12 +219,15 @@ def bind_params(mod: IRModule, params: dict[str, np.ndarray], func: str = "main"
     return relax.transform.BindParams(func, {k: tensor(v) for k, v in params.items()})(mod)
 
 
-def structural_hash(node: Any) -> int:
+def structural_hash(node: Any, map_free_vars: bool = False) -> int:
     """Structural hash of an IR node (stable within one TVM version; names do not count).
 
-    ``tvm.ir.structural_hash`` moved to ``tvm_ffi.structural_hash`` in 0.27.
+    ``map_free_vars`` hashes variables by position, not identity: a PrimFunc whose body
+    reads variables it does not define (an rProgram's, after inlining) hashes the same in
+    every process only so. ``tvm.ir.structural_hash`` moved to ``tvm_ffi.structural_hash``
+    in 0.27.
     """
-    return int(__getattr__("tvm_ffi").structural_hash(node))
+    return int(__getattr__("tvm_ffi").structural_hash(node, map_free_vars=map_free_vars))
 
 
 def relax_functions(mod: IRModule) -> Sequence[tuple[str, relax.Function]]:

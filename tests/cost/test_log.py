@@ -24,6 +24,19 @@ def test_round_trip_and_lookup(tmp_path):
         assert field in line
 
 
+def test_a_build_digest_is_found_on_its_target_and_device_only(tmp_path):
+    path = tmp_path / "log.jsonl"
+    built = _record("a", 3.0)
+    built.build = "0123456789abcdef"
+    MeasureLog(path).append(built)
+    MeasureLog(path).append(_record("b", 4.0))  # no digest: an untuned stage or an old record
+    again = MeasureLog(path)
+    assert again.lookup_build("0123456789abcdef", "llvm", "local:test").key == "a"
+    assert again.lookup_build("0123456789abcdef", "llvm", "local:other") is None
+    assert again.lookup_build("", "llvm", "local:test") is None
+    assert json.loads(path.read_text().splitlines()[0])["build"] == "0123456789abcdef"
+
+
 def test_empty_log(tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("")

@@ -81,8 +81,9 @@ class StageProgress:
         if not final and now - self.last < (0.2 if self.tty else 10.0):
             return
         self.last = now
-        line = (f"{self.label}: {counts['measured']} measured, {counts['cached']} cached, "
-                f"{counts['predicted']} predicted, {now - self.start:.1f}s")
+        line = (f"{self.label}: {counts['measured']} measured, {counts.get('reused', 0)} "
+                f"copied, {counts['cached']} cached, {counts['predicted']} predicted, "
+                f"{now - self.start:.1f}s")
         self.stream.write(("\r" if self.tty else "") + line + ("\n" if final or not self.tty
                                                                 else ""))
         self.stream.flush()
@@ -207,7 +208,8 @@ def run(args) -> int:
         return 2
     progress(counts, final=True)
     print(schedule)
-    print(f"{counts['measured']} stages measured, {counts['cached']} from the log, "
+    print(f"{counts['measured']} stages measured, {counts.get('reused', 0)} copied from "
+          f"equal builds, {counts['cached']} from the log, "
           f"{counts['predicted']} predicted in {time.perf_counter() - start:.1f}s; "
           f"estimated latency {schedule.latency_us:.1f} us")
     result = {"schedule": schedule.to_dict(), "counts": counts}

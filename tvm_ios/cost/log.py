@@ -5,12 +5,14 @@ One line per measured stage::
     {"key": ..., "target": "llvm ...", "device_key": "local:host", "run_secs": [...],
      "median_us": 12.3, "timestamp": 1763790000.0, "tvm_version": "0.27.0",
      "tvm_ios_version": "0.1.0", "stage": {"strategy": ..., "groups": [[{op}, ...], ...]},
-     "signature": ...}
+     "signature": ..., "build": ...}
 
 ``(key, target, device_key)`` identifies a measurement: a stage found there is never
 measured again, whatever model it came from. ``signature`` (:mod:`.signature`) names the
 same stage without building its module, so lookups by it are cheap; records written
-before it existed are found by key. Lines are only ever appended (flushed and
+before it existed are found by key. ``build`` (with tuned kernels) is a digest of the code
+the stage's build compiled (:mod:`.reuse`): a stage whose database grew is found by it when
+its own kernels did not change. Lines are only ever appended (flushed and
 fsynced one by one); a corrupt or partial line (a run killed mid-write) is skipped with a
 warning naming its line number and left where it is.
 """
@@ -47,6 +49,7 @@ class LogRecord:
     tvm_ios_version: str = TVM_IOS_VERSION
     stage: dict = field(default_factory=dict)
     signature: str = ""
+    build: str = ""
 
     @property
     def ident(self) -> tuple[str, str, str]:
@@ -84,6 +87,7 @@ class MeasureLog:
         self.records: list[LogRecord] = []
         self.index: dict[tuple[str, str, str], LogRecord] = {}
         self.by_signature: dict[tuple[str, str, str], LogRecord] = {}
+        self.by_build: dict[tuple[str, str, str], LogRecord] = {}
         self.unsigned: set[tuple[str, str]] = set()  # (target, device key) of old records
         self.skipped = 0
         if self.path is not None and self.path.exists():
@@ -117,8 +121,10 @@ class MeasureLog:
         if record.signature:
             self.by_signature.setdefault((record.signature, record.target, record.device_key),
                                          record)
-        elif record.stage.get("strategy") != "model":  # (whole models are found by key)
-            self.unsigned.add((record.target, record.device_key))
+        if record.build:
+            self.by_build.setdefault((record.build, record.target, record.device_key), record)
+        if not record.signature and record.stage.get("strategy") != "model":
+            self.unsigned.add((record.target, record.device_key))  # (models: found by key)
 
     def lookup(self, key: str, target: str, device_key: str) -> LogRecord | None:
         """The first record of a stage on a target and device, or None."""
@@ -128,6 +134,10 @@ class MeasureLog:
                          device_key: str) -> LogRecord | None:
         """The first record of a stage signature on a target and device, or None."""
         return self.by_signature.get((signature, target, device_key))
+
+    def lookup_build(self, build: str, target: str, device_key: str) -> LogRecord | None:
+        """The first record of a build digest (:mod:`.reuse`) on a target and device."""
+        return self.by_build.get((build, target, device_key))
 
     def append(self, record: LogRecord) -> None:
         """Add a record and append it to the file at once (flushed and fsynced)."""

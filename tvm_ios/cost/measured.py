@@ -3,8 +3,9 @@
 ``MeasuredCostModel`` implements the :class:`~tvm_ios.cost.base.CostModel` protocol, so
 ``ios_schedule(graph, MeasuredCostModel(mod, measurer, log))`` works. A stage is looked up
 in the log first, by its signature (:mod:`.signature`, no module built), then by its
-workload key (:mod:`.stage_module`); only stages missing there are built and measured, and
-each result is appended at once. Because the IOS DP prices every ending of
+workload key (:mod:`.stage_module`), then, with tuned kernels, by what its build compiles
+(:mod:`.reuse`: a database that grew leaves the figures of stages whose kernels it did not
+change); only stages missing there are measured, and each result is appended at once. Because the IOS DP prices every ending of
 every state whatever the costs, :meth:`MeasuredCostModel.candidates` can list all of them
 up front (a DP run with a recording model) and :meth:`MeasuredCostModel.prefetch` measures
 them in large batches, which is how :func:`tune` uses the builder's process pool well.
@@ -22,6 +23,7 @@ from ..schedule.merge import merge_plan
 from .analytical import AnalyticalCostModel
 from .log import LogRecord, MeasureLog
 from .measure import MeasureError, Measurer
+from .reuse import build_digest, reuse
 from .signature import StageSigner
 from .stage_module import StageModule, stage_module, stage_tag
 
@@ -57,7 +59,8 @@ class MeasuredCostModel:
         Which log records count when there is no measurer (default ``llvm`` / the local
         device key a :class:`Measurer` would use).
     progress : callable, optional
-        ``progress(counts)`` after each measurement, ``counts`` = measured/cached/predicted.
+        ``progress(counts)`` after each measurement, ``counts`` = measured/cached/predicted/
+        reused (copied from a logged stage that built the same code, :mod:`.reuse`).
     engine : {"rprogram", "balanced", "sequential"}
         How a concurrent stage of several groups is measured: as the rProgram it will run
         (default; ``balanced``: as ``RProgramPass(balance=True)`` builds it), or its groups
@@ -75,13 +78,15 @@ class MeasuredCostModel:
         self.log = log if isinstance(log, MeasureLog) else MeasureLog(log)
         probe = measurer or Measurer(target or "llvm", device_key=device_key)
         self.target, self.device_key = probe.target_str, probe.device_key
+        self._build_target = probe.target
+        self.builds: dict[str, str] = {}  # stage key -> build digest (tuned kernels only)
         self.extractions: dict[str, Extraction] = {}
         self.signers: dict[str, StageSigner] = {}
         self.modules: dict[tuple, StageModule] = {}
         self.signatures: dict[tuple, str] = {}
         self._fingerprints: dict[int, tuple[OpGraph, str]] = {}
         self.failed: dict[str, str] = {}  # signature -> error
-        self.counts = {"measured": 0, "cached": 0, "predicted": 0}
+        self.counts = {"measured": 0, "cached": 0, "predicted": 0, "reused": 0}
         self.progress = progress
         for item in source if isinstance(source, (list, tuple)) else [source]:
             self.add(item)
@@ -128,10 +133,28 @@ class MeasuredCostModel:
         return self.modules[ident]
 
     def lookup(self, stage: StageModule) -> float | None:
-        """The logged median (us) of a stage module on this target and device, or None."""
+        """The logged median (us) of a stage module on this target and device, or None;
+        with tuned kernels, also that of a logged stage that built the same code."""
         record = self.log.lookup_signature(stage.signature, self.target, self.device_key) \
             or self.log.lookup(stage.key, self.target, self.device_key)
+        if record is None and self.kernels is not None and self.build(stage):
+            record = reuse(self.log, stage, self.build(stage), self.target, self.device_key)
+            if record is not None:
+                self._count("reused")
         return record.median_us if record is not None else None
+
+    def build(self, stage: StageModule) -> str:
+        """The digest of what the stage's build compiles (:mod:`.reuse`), with tuned kernels
+        only ("" without, or where it cannot be prepared: then it is measured, and fails)."""
+        if self.kernels is None:
+            return ""
+        if stage.key not in self.builds:
+            try:
+                self.builds[stage.key] = build_digest(stage.mod, self._build_target)
+            except Exception as err:  # noqa: BLE001  (the measurement reports it)
+                logger.debug("stage %s: no build digest (%s)", stage.key, err)
+                self.builds[stage.key] = ""
+        return self.builds[stage.key]
 
     def logged(self, graph: OpGraph, groups: Sequence[Sequence[int]],
                merge: bool = False) -> float | None:
@@ -223,7 +246,7 @@ class MeasuredCostModel:
             return
         self.log.append(LogRecord(stage.key, self.target, self.device_key, result.run_secs,
                                   result.median_us, time.time(), stage=stage.description,
-                                  signature=stage.signature))
+                                  signature=stage.signature, build=self.build(stage)))
         self._count("measured")
 
     def _count(self, what: str) -> None:
