@@ -13,8 +13,9 @@ def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
               p: float = 0.35, max_fanin: int = 3):
     """A random DAG of conv(+bias)+relu units; joins are sums; returns (IRModule, params).
 
-    With ``max_fanin=1`` no free op joins branches (a tree of forks). Unit ``v`` reads the sum of the outputs of its predecessors (the input when it has none);
-    the model returns the sum of the outputs nobody reads.
+    With ``max_fanin=1`` no free op joins branches (a tree of forks). Unit ``v`` reads the
+    sum of the outputs of its predecessors (the input when it has none); the model returns
+    the sum of the outputs nobody reads.
     """
     rng = np.random.default_rng(seed)
     preds = [[u for u in range(v) if rng.random() < p][:max_fanin] for v in range(num_ops)]
@@ -32,7 +33,8 @@ def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
                         inp = bb.emit(relax.op.add(inp, outs[u]))
                     used.update(preds[v])
                 k = int(rng.choice([1, 3]))
-                w = relax.const(rng.standard_normal((channels, channels, k, k)).astype("float32") * 0.3)
+                w = relax.const(rng.standard_normal((channels, channels, k, k))
+                                .astype("float32") * 0.3)
                 b = relax.const(rng.standard_normal((1, channels, 1, 1)).astype("float32") * 0.1)
                 conv = bb.emit(relax.op.nn.conv2d(inp, w, padding=[k // 2] * 2))
                 outs.append(bb.emit(relax.op.nn.relu(bb.emit(relax.op.add(conv, b))),

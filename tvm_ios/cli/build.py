@@ -1,8 +1,9 @@
 """``tvm-ios build``: cross-compile a model into a benchmark artifact (no GPU needed).
 
 ``tvm-ios build --model inception_v3 --batch 1 --target nvidia/nvidia-h100 [--ios |
---engine rprogram] -o DIR`` writes the library, the weight and input recipes, the CPU reference output and a manifest;
-``tvm-ios bench-run DIR`` (or ``python -m tvm_ios.cli.bench_run DIR``) runs it on the GPU host.
+--engine rprogram] -o DIR`` writes the library, the weight and input recipes, the CPU
+reference output and a manifest; ``tvm-ios bench-run DIR`` (or ``python -m
+tvm_ios.cli.bench_run DIR``) runs it on the GPU host.
 """
 from __future__ import annotations
 

@@ -5,10 +5,11 @@
 in the log first, by its signature (:mod:`.signature`, no module built), then by its
 workload key (:mod:`.stage_module`), then, with tuned kernels, by what its build compiles
 (:mod:`.reuse`: a database that grew leaves the figures of stages whose kernels it did not
-change); only stages missing there are measured, and each result is appended at once. Because the IOS DP prices every ending of
-every state whatever the costs, :meth:`MeasuredCostModel.candidates` can list all of them
-up front (a DP run with a recording model) and :meth:`MeasuredCostModel.prefetch` measures
-them in large batches, which is how :func:`tune` uses the builder's process pool well.
+change); only stages missing there are measured, and each result is appended at once.
+Because the IOS DP prices every ending of every state whatever the costs,
+:meth:`MeasuredCostModel.candidates` can list all of them up front (a DP run with a
+recording model) and :meth:`MeasuredCostModel.prefetch` measures them in large batches,
+which is how :func:`tune` uses the builder's process pool well.
 """
 from __future__ import annotations
 

@@ -211,9 +211,9 @@ def train_and_evaluate(records: Sequence, path: str | Path | None = None, held_o
     """Fit on a random ``1 - held_out`` of the records, score the rest, save a full fit.
 
     A random split of one model's log leaves near-duplicates of the held-out stages in
-    training, so it does not measure a new model (:func:`evaluate_by_model` does). Returns ``{"split", "device",
-    "train", "n", "mape", "spearman"}`` (scores on the held-out records); with ``path`` a
-    model fitted on every record is saved there.
+    training, so it does not measure a new model (:func:`evaluate_by_model` does).
+    Returns ``{"split", "device", "train", "n", "mape", "spearman"}`` (scores on the
+    held-out records); with ``path`` a model fitted on every record is saved there.
     """
     records = [r for r in records if r.stage]
     device = records_preset(records)

@@ -58,7 +58,8 @@ def components(graph: OpGraph, mask: int) -> list[int]:
 
 
 def is_ending(graph: OpGraph, state: int, part: int) -> bool:
-    """True when ``part`` is an ending of ``state``: no edge leaves ``part`` into ``state - part``."""
+    """True when ``part`` is an ending of ``state``: no edge leaves ``part`` into
+    ``state - part``."""
     if part == 0 or part & ~state:
         return False
     rest = state & ~part

@@ -36,7 +36,8 @@ from . import db_records
 from .cpu_compat import incompatibility
 
 __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_name",
-           "open_kernels", "runs_here", "find_kernels", "default_kernels_dir", "MATCH_KEYS", "STAGE_LOG"]
+           "open_kernels", "runs_here", "find_kernels", "default_kernels_dir", "MATCH_KEYS",
+           "STAGE_LOG"]
 
 logger = logging.getLogger(__name__)
 

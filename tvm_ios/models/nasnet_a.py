@@ -99,7 +99,8 @@ def _normal(net: Net, left: Node, right: Node, ch_left: int, ch_right: int) -> N
 
 def build(batch_size: int = 1, image_size: int | None = None, num_classes: int = NUM_CLASSES,
           stem_filters: int = 96, penultimate_filters: int = 4032) -> Net:
-    """NASNet-A Large definition (``N @ penultimate_filters`` with N = 6). Arguments as for :func:`tvm_ios.models.net`."""
+    """NASNet-A Large definition (``N @ penultimate_filters`` with N = 6). Arguments as for
+    :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
     f = penultimate_filters // 24
     net, x = Net.image_model("nasnet_a", batch_size, size, num_classes)

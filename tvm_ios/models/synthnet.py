@@ -31,7 +31,8 @@ _ALEXNET = ((64, 11), (192, 5), (384, 3), (256, 3), (256, 3))
 
 def build(batch_size: int = 1, image_size: int | None = None,
           num_classes: int = NUM_CLASSES) -> Net:
-    """SynthNet definition (18 convolutions, two max pools, a classifier). Arguments as for :func:`tvm_ios.models.net`."""
+    """SynthNet definition (18 convolutions, two max pools, a classifier). Arguments as for
+    :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
     net, x = Net.image_model("synthnet", batch_size, size, num_classes, conv_layers=NUM_CONVS)
     x = net.conv(x, 64, 11, stride=4, padding=2, relu=True, name="conv1")

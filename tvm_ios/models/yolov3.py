@@ -30,7 +30,8 @@ _STAGES = ((64, 1), (128, 2), (256, 8), (512, 8), (1024, 4))
 
 def build(batch_size: int = 1, image_size: int | None = None,
           num_classes: int = NUM_CLASSES) -> Net:
-    """The 52-convolution Darknet-53 backbone of YOLOv3. Arguments as for :func:`tvm_ios.models.net`."""
+    """The 52-convolution Darknet-53 backbone of YOLOv3. Arguments as for
+    :func:`tvm_ios.models.net`."""
     size = image_size or DEFAULT_IMAGE_SIZE
     net, x = Net.image_model("yolov3", batch_size, size, num_classes, conv_layers=52)
     x = net.conv(x, 32, 3, relu=True, name="conv0")
