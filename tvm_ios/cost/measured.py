@@ -138,8 +138,9 @@ class MeasuredCostModel:
         with tuned kernels, also that of a logged stage that built the same code."""
         record = self.log.lookup_signature(stage.signature, self.target, self.device_key) \
             or self.log.lookup(stage.key, self.target, self.device_key)
-        if record is None and self.kernels is not None and self.build(stage):
-            record = reuse(self.log, stage, self.build(stage), self.target, self.device_key)
+        build = self.build(stage) if record is None else ""
+        if build:
+            record = reuse(self.log, stage, build, self.target, self.device_key)
             if record is not None:
                 self._count("reused")
         return record.median_us if record is not None else None

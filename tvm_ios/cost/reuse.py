@@ -9,8 +9,9 @@ the stages that call that kernel (and only if it beats the record they used).
 So each such measurement also logs its *build digest*: a digest of every function of the
 module the stage's build compiles (:func:`~.measure.prepare_stage`: weights bound, the
 rProgram emitted, the database's schedules applied), hashed structurally. Where a stage is
-missing by signature, :func:`reuse` prepares it, and a logged measurement of the same
-target and device with the same digest is that stage's figure: the same code was timed.
+missing by signature, the measured cost model prepares it for its digest
+(:func:`build_digest`), and :func:`reuse` takes a logged measurement of the same target and
+device with the same digest as that stage's figure: the same code was timed.
 It is copied under the new signature and key (same timings, same timestamp), so the next
 lookup is the cheap one again.
 """
@@ -22,6 +23,7 @@ import logging
 
 from .. import _tvm
 from .log import LogRecord, MeasureLog
+from .measure import prepare_stage
 
 __all__ = ["build_digest", "reuse"]
 
@@ -35,8 +37,6 @@ def build_digest(mod, target) -> str:
     included: they are seeded random constants of the stage's shapes); module attributes,
     which name the database's path, are not.
     """
-    from .measure import prepare_stage  # noqa: PLC0415  (measure imports the stage modules)
-
     prepared = prepare_stage(mod, target)
     items = sorted((gv.name_hint, _tvm.structural_hash(func, map_free_vars=True))
                    for gv, func in prepared.functions.items())
