@@ -12,6 +12,8 @@ It runs, under the target ``tvm.compile`` enters, these steps (each a small func
 0. ``trim_for_kernels`` (``trim=True``, the default): ``TrimDeadTaps``, the kernel taps of a
    convolution that read only zero padding cut from its (bound) weights, so they are
    neither read nor multiplied (with a kernel database lacking the trimmed kernels: not);
+   then ``layout_for_kernels``: with a database tuned in a blocked layout (``NCHW16c``),
+   ``BlockedLayout`` puts the convolutions in it, as the database's kernels expect;
 1. ``graphturbo_passes`` (``graphturbo=`` a hardware preset): ``GroupSubgraphs`` →
    ``SplitInstances`` → ``OrderInstances``, instances inline so that the next steps
    schedule and emit their ops;
@@ -42,6 +44,7 @@ from .passes.apply_schedule import schedule_of
 from .pipeline_steps import (cost_model_for, default_build, engine_pass, fallback_judges,
                              graphturbo_hw, graphturbo_passes, kernel_passes, model_judge_pass,
                              open_kernel_db, schedule_pass)
+from .passes.blocked_layout import layout_for_kernels
 from .passes.trim_dead_taps import trim_for_kernels
 from .runtime.library import attach_metadata, function_inputs
 
@@ -150,6 +153,7 @@ class Pipeline:
         stands then, or None to skip the step."""
         opts, kernels = self.options, self.kernels
         steps = [lambda m: trim_for_kernels(m, kernels, opts.cover)] if opts.trim else []
+        steps.append(lambda _m: layout_for_kernels(kernels))
         if opts.graphturbo is not None:
             hw = graphturbo_hw(target) if opts.graphturbo == "auto" else opts.graphturbo
             steps += [lambda _m, p=p: p for p in graphturbo_passes(hw)]

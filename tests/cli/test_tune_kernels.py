@@ -90,3 +90,23 @@ def test_kernels_are_timed_cold_where_the_weights_exceed_the_last_level_cache(mo
     assert _cold(plain, small) is False and _cold(plain, large) is True
     assert _cold(argparse.Namespace(cold=True, warm=False), small) is True
     assert _cold(argparse.Namespace(cold=False, warm=True), large) is False
+
+
+def test_layout_is_kept_in_the_database_and_a_bad_one_is_refused(tmp_path, capsys):
+    from tvm_ios.kernels.kernel_db import KernelDB
+
+    db = tmp_path / "db"
+    code = main(["tune-kernels", "--model", "squeezenet", "--image-size", "32", "--db",
+                 str(db), "--layout", "NHWC", "--trials", "1"])
+    assert code == 2 and "unknown layout 'NHWC'" in capsys.readouterr().err
+    kernels = KernelDB(db)
+    assert kernels.layout == "NCHW"  # nothing recorded for the refused layout
+    tune_kernels._set_layout(kernels, "NCHW16c")
+    assert KernelDB(db).layout == "NCHW16c" and KernelDB(db).block == 16
+    kernels.num_records = lambda variant: 3  # (as if it held records)
+    try:
+        tune_kernels._set_layout(kernels, "NCHW8c")
+    except ValueError as err:
+        assert "tuned in layout NCHW16c, not NCHW8c" in str(err)
+    else:
+        raise AssertionError("a database with records took another layout")

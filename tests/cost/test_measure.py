@@ -146,3 +146,27 @@ def test_a_target_the_builder_cannot_build_for_names_the_error_and_logs_nothing(
         measurer.close()
     assert not log.exists() and model.failed  # nothing logged; the stage is marked failed
     assert model.stage_latency(graph, [[0]]) == float("inf")  # not built or tried again
+
+
+_BLOCKED_STAGE = '''
+import sys
+from tvm import relax
+from tvm_ios.cost.measure import build_stage
+x = relax.Var("x", relax.TensorType((1, 1, 4, 4, 16), "float32"))
+w = relax.Var("w", relax.TensorType((1, 1, 1, 1, 16, 16), "float32"))
+bb = relax.BlockBuilder()
+with bb.function("main", [x, w]):
+    with bb.dataflow():
+        y = bb.emit_output(relax.op.nn.conv2d(x, w, data_layout="NCHW16c",
+                                              kernel_layout="OIHW16i16o"))
+    bb.emit_func_output(y)
+assert "tvm_ios.kernels.blocked_conv" not in sys.modules
+build_stage(bb.get(), {"kind": "llvm"})
+'''
+
+
+def test_a_builder_worker_builds_a_blocked_layout_stage_first():
+    # a fresh process, as a builder worker is: nothing else registered the legalization
+    out = subprocess.run([sys.executable, "-c", _BLOCKED_STAGE], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]

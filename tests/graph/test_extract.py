@@ -65,3 +65,16 @@ def test_unknown_op_kept_as_unschedulable_unit(caplog):
     assert kinds == [("pw", "sepconv", True), ("out", "relax.sort", False)]
     assert "relax.sort" in caplog.text and "unschedulable" in caplog.text
     assert graph.edges == [(0, 1)]
+
+
+def test_a_blocked_graph_has_the_flops_and_units_of_the_nchw_one(caplog):
+    from tvm_ios.passes.blocked_layout import BlockedLayout
+    from tvm_ios.testing import dag_model
+
+    mod = dag_model(seed=2, num_ops=4, channels=16, size=6)[0]
+    with caplog.at_level(logging.WARNING):
+        blocked = OpGraph.from_relax(BlockedLayout(16)(mod))
+    plain = OpGraph.from_relax(mod)
+    assert "not known" not in caplog.text  # layout transforms are data movement, like concat
+    assert [n.flops for n in blocked.nodes] == [n.flops for n in plain.nodes]
+    assert blocked.edges == plain.edges

@@ -212,3 +212,25 @@ def test_a_run_without_a_timing_times_as_the_databases_latest_run(tmp_path):
     assert tuning.resolved({"cold": True}, kernels, "parallel")["cold"] is True
     tune_kernels(two, kernels, variants=("parallel",), trials=2, cover=2, min_repeat_ms=1)
     assert [e["cache"] for e in kernels.meta["tuning"]] == ["warm", "warm"]
+
+
+def test_a_blocked_layout_database_tunes_and_runs_the_blocked_kernels(tmp_path):
+    from tvm_ios.passes.blocked_layout import in_layout
+
+    model = dag_model(seed=1, num_ops=2, channels=16, size=6, p=0.0)[0]
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    kernels.meta["layout"] = "NCHW16c"
+    blocked = in_layout(model, kernels)
+    tune_kernels(blocked, kernels, variants=("parallel", "serial"), trials=2,
+                 min_repeat_ms=1)
+    assert all("conv2d_NCHWc" in t.task_name or "conv2d" not in t.task_name
+               for t in kernel_tasks(blocked, kernels, "parallel"))
+    tuned_mod = apply_kernels(blocked, kernels)
+    assert any("conv2d_NCHWc" in gv.name_hint and f.attrs.get(TUNED_ATTR)
+               for gv, f in tuned_mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc))
+    program = RProgramPass("ios", cost_model=Concurrent(), kernels=kernels)(blocked)
+    x = random_inputs(model)
+    ref = run(tvm.compile(model, "llvm"), x)
+    for mod in (tuned_mod, apply_kernels(program, kernels)):
+        np.testing.assert_allclose(run(tvm.compile(mod, kernels.target), x), ref,
+                                   rtol=1e-4, atol=1e-4)

@@ -34,6 +34,7 @@ from ..kernels.cover import apply_covered
 from ..kernels.kernel_db import STAGE_LOG
 from ..kernels.tuned_build import tuned_functions
 from ..passes.apply_schedule import schedule_of
+from ..passes.blocked_layout import in_layout
 from ..passes.ios_pass import IOSPass
 from ..passes.rprogram_pass import RProgramPass
 from ..passes.trim_dead_taps import trim_for_kernels
@@ -77,17 +78,20 @@ def _compile_tuned(mod, kernels, info: dict, cover: int = 0):
 
 
 def build_tuned(mod, kernels, info: dict | None = None, cover: int = 0):
-    """TVM tuned sequential (fused; the kernels the database lacks tuned with ``cover``
-    trials each, else untuned)."""
-    return _compile_tuned(mod, kernels, info if info is not None else {}, cover)
+    """TVM tuned sequential (in the layout the database was tuned in, fused; the kernels the
+    database lacks tuned with ``cover`` trials each, else untuned)."""
+    return _compile_tuned(in_layout(mod, kernels), kernels, info if info is not None else {},
+                          cover)
 
 
 def ios_graph(mod, kernels=None, cover: int = 0):
     """``mod`` (weights bound) as the tvm-ios builds and the ``ios`` pipeline take it: the
     convolution taps that read only zero padding cut where ``kernels`` (or ``cover``) has
-    the trimmed kernels (:func:`~tvm_ios.passes.trim_dead_taps.trim_for_kernels`)."""
+    the trimmed kernels (:func:`~tvm_ios.passes.trim_dead_taps.trim_for_kernels`), in the
+    layout the kernels were tuned in
+    (:func:`~tvm_ios.passes.blocked_layout.in_layout`)."""
     trim = trim_for_kernels(mod, kernels, cover)
-    return mod if trim is None else trim(mod)
+    return in_layout(mod if trim is None else trim(mod), kernels)
 
 
 def build_ios_sequential(mod, kernels, info: dict | None = None, cover: int = 0):

@@ -73,6 +73,7 @@ def load_ios_graph(args):
     (:func:`~tvm_ios.passes.trim_dead_taps.trim_for_kernels`): the graph it schedules, so
     that ``tune`` measures and ``schedule`` prices its stages."""
     from .. import _tvm  # noqa: PLC0415
+    from ..passes.blocked_layout import in_layout  # noqa: PLC0415
     from ..passes.trim_dead_taps import trim_for_kernels  # noqa: PLC0415
     from .tune_kernels import kernels_of  # noqa: PLC0415
 
@@ -80,7 +81,8 @@ def load_ios_graph(args):
     mod = _tvm.bind_params(mod, params)
     kernels = kernels_of(args, name) if "llvm" in str(getattr(args, "target", "llvm")) else None
     trim = trim_for_kernels(mod, kernels)
-    return (mod if trim is None else trim(mod)), name
+    mod = mod if trim is None else trim(mod)
+    return in_layout(mod, kernels), name  # (the layout the database's kernels were tuned in)
 
 
 def write_json(path: str | None, data, provenance: bool = False) -> None:

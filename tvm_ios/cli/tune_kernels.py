@@ -59,6 +59,12 @@ def add_parser(subparsers) -> None:
                              "IOS builds (stages, rProgram) fuse otherwise once their "
                              "schedule has moved ops, nor each op fused alone (what a "
                              "stage's measurement runs)")
+    parser.add_argument("--layout", default=None, metavar="NCHW|NCHW<b>c",
+                        help="the convolutions' layout to tune (and build) in: NCHW, or "
+                             "blocked, NCHW16c say (their channels split into blocks of 16, "
+                             "vectorised over a block); kept in the database, which every "
+                             "build then takes its graph into (default: the database's, "
+                             "NCHW for a new one)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the search")
     parser.add_argument("--retime", type=int, metavar="K", default=0,
                         help="no search: time the K best records of each kernel again with "
@@ -144,6 +150,7 @@ def run(args) -> int:
     from ..kernels.tuning import tune_kernels  # noqa: PLC0415
     from ..cost.stage_module import op_stages  # noqa: PLC0415
     from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
+    from ..passes.blocked_layout import in_layout  # noqa: PLC0415
 
     target = _tvm.make_target(args.target) if args.target else host_target()
     if target.kind.name != "llvm":
@@ -156,12 +163,15 @@ def run(args) -> int:
     except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
-    mod, params, name = load_model(args)
+    raw, params, name = load_model(args)
+    mod = raw
     path = args.db or default_kernels_dir(name, args.image_size, target)
     kernels = KernelDB(path, target, create=True)
     if not kernels.matches(target):
         raise ValueError(f"{path} holds kernels for {kernels.name}, not {target}: pick "
                          "another --db")
+    if args.layout is not None:
+        _set_layout(kernels, args.layout)
     if args.source and not args.retime:
         print("tvm-ios tune-kernels: error: --from DIR goes with --retime K (the K best "
               "records of each kernel there are timed here)", file=sys.stderr)
@@ -169,9 +179,10 @@ def run(args) -> int:
     try:
         if args.retime:
             return _retime(args, kernels, rpc, name, params)
-        mod = _tvm.bind_params(mod, params)
+        mod = in_layout(_tvm.bind_params(mod, params), kernels)
         trim = TrimDeadTaps()
-        ios_mod = trim(mod)  # the graph the tvm-ios builds take (vEU kernels: its)
+        ios_mod = in_layout(trim(_tvm.bind_params(raw, params)), kernels)  # what tvm-ios
+        # builds take (vEU kernels: its); trimmed before the layout (trimming needs NCHW)
         fused = {"parallel", "packed"} & set(args.variants)  # (serial ones: op by op)
         also = [mod] if trim.trimmed else []  # TVM's own sequential build of the model
         if fused and not args.sequential_only:  # + each op alone, as a stage's judge runs it
@@ -190,6 +201,20 @@ def run(args) -> int:
     write_json(args.json, {"db": str(path), "target": kernels.name,
                            "reports": [vars(r) for r in reports]})
     return 0
+
+
+def _set_layout(kernels, layout: str) -> None:
+    """Record ``layout`` in a new database; an error for one tuned in another layout."""
+    from ..passes.blocked_layout import parse_layout  # noqa: PLC0415
+
+    parse_layout(layout)  # (an unknown name is an error before anything is written)
+    if layout == kernels.layout:
+        return
+    if any(kernels.num_records(v) for v in VARIANTS):
+        raise ValueError(f"{kernels.path} holds kernels tuned in layout {kernels.layout}, "
+                         f"not {layout}: pick another --db")
+    kernels.meta["layout"] = layout
+    kernels.save_meta()
 
 
 def scheduled_builds(mod, kernels) -> list:

@@ -106,8 +106,10 @@ def prepare_stage(mod, target):
     """
     from tvm import relax  # noqa: PLC0415  (runs in a builder worker)
 
+    from ..kernels.blocked_conv import register_blocked_conv2d  # noqa: PLC0415
     from .stage_module import ENGINE_ATTR, KERNELS_ATTR  # noqa: PLC0415
 
+    register_blocked_conv2d()  # (a worker's first build may be of a blocked-layout stage)
     target = _tvm.make_target(target)
     attrs = dict(mod.attrs) if mod.attrs is not None else {}
     func = mod["main"]

@@ -40,7 +40,7 @@ FREE = {
     "relax.concat", "relax.reshape", "relax.split", "relax.strided_slice", "relax.flatten",
     "relax.permute_dims", "relax.squeeze", "relax.expand_dims", "relax.nn.dropout",
     "relax.broadcast_to", "relax.take", "relax.zeros", "relax.ones", "relax.full",
-    "relax.nn.pad",
+    "relax.nn.pad", "relax.layout_transform",
 }
 
 
@@ -56,8 +56,9 @@ def anchor_flops(op: str, in_shapes: list[tuple], out_shape: tuple, attrs: dict)
     """Floating-point operations of one anchor op."""
     out_elems = math.prod(out_shape) if out_shape else 0
     if op == "relax.nn.conv2d" and len(in_shapes) > 1 and in_shapes[1]:
-        weight = in_shapes[1]  # OIHW: (Cout, Cin / groups, kh, kw)
-        return 2 * out_elems * weight[1] * weight[2] * weight[3]
+        weight = in_shapes[1]  # OIHW: (Cout, Cin / groups, kh, kw); blocked OIHW{b}i{b}o:
+        taps = weight[1:5] if len(weight) == 6 else weight[1:4]  # (.., Cin / b, kh, kw, b, b)
+        return 2 * out_elems * math.prod(taps)
     if op in ("relax.matmul", "relax.linear") and in_shapes and in_shapes[0]:
         return 2 * out_elems * in_shapes[0][-1]
     if op in ("relax.nn.max_pool2d", "relax.nn.avg_pool2d"):

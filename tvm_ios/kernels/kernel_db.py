@@ -138,6 +138,19 @@ class KernelDB:
         """Write ``target.json``."""
         (self.path / "target.json").write_text(json.dumps(self.meta, indent=1) + "\n")
 
+    @property
+    def layout(self) -> str:
+        """The convolutions' layout the kernels were tuned in (``NCHW``, or a blocked one
+        such as ``NCHW16c``: the graph is then rewritten by
+        :class:`~tvm_ios.passes.blocked_layout.BlockedLayout` before every build)."""
+        return self.meta.get("layout", "NCHW")
+
+    @property
+    def block(self) -> int | None:
+        """Channels per block of :attr:`layout`; None for ``NCHW``."""
+        digits = "".join(ch for ch in self.layout if ch.isdigit())
+        return int(digits) if digits else None
+
     def matches(self, target) -> bool:
         """Whether the database was tuned for ``target`` (kind, mtriple, mcpu, mattr, num-cores)."""
         return _identity(self.target) == _identity(target)

@@ -22,6 +22,7 @@ from tvm import relax
 from .. import _tvm
 from .._tvm import tvm_ffi
 from . import prepack
+from .blocked_conv import register_blocked_conv2d
 from .prepack import TUNED_ATTR
 from .tir_util import fresh
 
@@ -29,7 +30,7 @@ __all__ = ["fuse_for_tuning", "apply_kernels", "serial_kernels", "parallel_kerne
            "strip_parallel", "kernel_times", "tuned_functions", "is_tuned", "TUNED_ATTR"]
 
 logger = logging.getLogger(__name__)
-
+register_blocked_conv2d()  # (a blocked graph's convolutions lower too)
 
 
 def fuse_for_tuning(mod, target):

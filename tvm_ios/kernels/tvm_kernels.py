@@ -16,10 +16,12 @@ from tvm import relax
 
 from .._tvm import tirx, tvm_ffi
 from .. import _tvm
+from .blocked_conv import register_blocked_conv2d
 
 __all__ = ["KernelStep", "lower_bindings", "inline_body", "UnsupportedKernel", "tensor_buffer"]
 
 logger = logging.getLogger(__name__)
+register_blocked_conv2d()  # (a blocked graph's convolutions lower too)
 
 LOWERING = (relax.transform.LegalizeOps, relax.transform.AnnotateTIROpPattern,
             relax.transform.FuseOps, relax.transform.FuseTIR,
