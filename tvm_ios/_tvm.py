@@ -37,6 +37,7 @@ _LAZY = {
     "T": "tvm.script.tirx",                   # TVMScript for TIR
     "nvcc": "tvm.support.nvcc",               # CUDA compilation with nvcc
     "tvm_ffi": "tvm_ffi",                     # the FFI package (structural_map, global funcs)
+    "topi": "tvm.topi",                       # TVM's operator library (blocked convolutions)
 }
 
 

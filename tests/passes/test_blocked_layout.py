@@ -10,8 +10,9 @@ from tvm.script import tirx as T
 
 from tvm_ios import _tvm, models
 from tvm_ios.kernels.kernel_db import KernelDB, host_target
+from tvm_ios.kernels.blocked_conv import parse_layout
 from tvm_ios.passes.blocked_layout import (BlockedLayout, blocked_layouts, conv_layouts,
-                                           in_layout, layout_for_kernels, parse_layout)
+                                           in_layout, layout_for_kernels)
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import random_inputs, run
 from tvm_ios.testing import Concurrent, dag_model

@@ -163,8 +163,7 @@ def run(args) -> int:
     except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
-    raw, params, name = load_model(args)
-    mod = raw
+    mod, params, name = load_model(args)
     path = args.db or default_kernels_dir(name, args.image_size, target)
     kernels = KernelDB(path, target, create=True)
     if not kernels.matches(target):
@@ -179,10 +178,10 @@ def run(args) -> int:
     try:
         if args.retime:
             return _retime(args, kernels, rpc, name, params)
-        mod = in_layout(_tvm.bind_params(mod, params), kernels)
-        trim = TrimDeadTaps()
-        ios_mod = in_layout(trim(_tvm.bind_params(raw, params)), kernels)  # what tvm-ios
-        # builds take (vEU kernels: its); trimmed before the layout (trimming needs NCHW)
+        bound = _tvm.bind_params(mod, params)
+        trim = TrimDeadTaps()  # (before the layout: trimming takes NCHW convolutions)
+        ios_mod = in_layout(trim(bound), kernels)  # the graph the tvm-ios builds take
+        mod = in_layout(bound, kernels)  # (vEU kernels: ios_mod's)
         fused = {"parallel", "packed"} & set(args.variants)  # (serial ones: op by op)
         also = [mod] if trim.trimmed else []  # TVM's own sequential build of the model
         if fused and not args.sequential_only:  # + each op alone, as a stage's judge runs it
@@ -205,7 +204,7 @@ def run(args) -> int:
 
 def _set_layout(kernels, layout: str) -> None:
     """Record ``layout`` in a new database; an error for one tuned in another layout."""
-    from ..passes.blocked_layout import parse_layout  # noqa: PLC0415
+    from ..kernels.blocked_conv import parse_layout  # noqa: PLC0415
 
     parse_layout(layout)  # (an unknown name is an error before anything is written)
     if layout == kernels.layout:

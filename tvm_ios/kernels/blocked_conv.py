@@ -10,11 +10,11 @@ stage) lowers a graph :class:`~tvm_ios.passes.blocked_layout.BlockedLayout` rewr
 from __future__ import annotations
 
 import tvm
-from tvm import relax, topi
+from tvm import relax
 
 from .. import _tvm
 
-__all__ = ["register_blocked_conv2d", "is_blocked"]
+__all__ = ["register_blocked_conv2d", "is_blocked", "parse_layout"]
 
 _CONV = "relax.nn.conv2d"
 
@@ -22,6 +22,18 @@ _CONV = "relax.nn.conv2d"
 def is_blocked(layout: str) -> bool:
     """Whether a layout string splits an axis into blocks (``NCHW16c``: yes)."""
     return any(ch.isdigit() for ch in str(layout))
+
+
+def parse_layout(layout: str) -> int | None:
+    """Channels per block of a layout name: ``NCHW`` -> None, ``NCHW16c`` -> 16; any other
+    name is an error that says which are known."""
+    text = str(layout)
+    digits = text[4:-1]
+    if text == "NCHW":
+        return None
+    if text.startswith("NCHW") and text.endswith("c") and digits.isdigit() and int(digits) > 1:
+        return int(digits)
+    raise ValueError(f"unknown layout {layout!r}: NCHW or NCHW<b>c (NCHW8c, NCHW16c)")
 
 
 def _legalize_blocked(bb: relax.BlockBuilder, call: relax.Call, fallback):
@@ -32,7 +44,7 @@ def _legalize_blocked(bb: relax.BlockBuilder, call: relax.Call, fallback):
     out_dtype = out_dtype if out_dtype not in ("", "None") else _tvm.dtype_of(call.args[0])
     target = _tvm.current_target() or _tvm.make_target("llvm")
     with target:  # (conv2d_NCHWc asks for a target context; its compute does not use it)
-        return bb.call_te(topi.nn.conv2d_NCHWc, call.args[0], call.args[1], attrs.strides,
+        return bb.call_te(_tvm.topi.nn.conv2d_NCHWc, call.args[0], call.args[1], attrs.strides,
                           attrs.padding, attrs.dilation, str(attrs.data_layout),
                           str(attrs.out_layout or attrs.data_layout), out_dtype,
                           primfunc_name_hint="conv2d_NCHWc")

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .. import _tvm
 from . import db_records
+from .blocked_conv import parse_layout
 from .cpu_compat import incompatibility
 
 __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_name",
@@ -148,8 +149,7 @@ class KernelDB:
     @property
     def block(self) -> int | None:
         """Channels per block of :attr:`layout`; None for ``NCHW``."""
-        digits = "".join(ch for ch in self.layout if ch.isdigit())
-        return int(digits) if digits else None
+        return parse_layout(self.layout)
 
     def matches(self, target) -> bool:
         """Whether the database was tuned for ``target`` (kind, mtriple, mcpu, mattr, num-cores)."""

@@ -30,8 +30,8 @@ from tvm import relax
 from .. import _tvm
 from ..kernels.blocked_conv import is_blocked, register_blocked_conv2d
 
-__all__ = ["BlockedLayout", "blocked_layouts", "layout_for_kernels", "parse_layout",
-           "in_layout", "conv_layouts"]
+__all__ = ["BlockedLayout", "blocked_layouts", "layout_for_kernels", "in_layout",
+           "conv_layouts"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,18 +83,6 @@ class BlockedLayout:
         logger.info("BlockedLayout: %d of %d convolutions in %s", layouts.count(
             self.layouts[0]), len(layouts), self.layouts[0])
         return out
-
-
-def parse_layout(layout: str) -> int | None:
-    """Channels per block of a layout name: ``NCHW`` -> None, ``NCHW16c`` -> 16; any other
-    name is an error that says which are known."""
-    text = str(layout)
-    digits = text[4:-1]
-    if text == "NCHW":
-        return None
-    if text.startswith("NCHW") and text.endswith("c") and digits.isdigit() and int(digits) > 1:
-        return int(digits)
-    raise ValueError(f"unknown layout {layout!r}: NCHW or NCHW<b>c (NCHW8c, NCHW16c)")
 
 
 def layout_for_kernels(kernels) -> BlockedLayout | None:
