@@ -125,3 +125,17 @@ def test_live_convolution_left_alone():
     weight = np.ones((4, 8, 3, 3), "float32")
     bound = _tvm.bind_params(mod, {"w": weight})
     tvm.ir.assert_structural_equal(TrimDeadTaps()(bound), bound)  # every tap reads input
+
+
+def test_a_blocked_database_is_checked_in_its_layout(tmp_path, caplog):
+    from tvm_ios.passes.blocked_layout import in_layout
+
+    mod = _conv_module((1, 8, 3, 3), (8, 8, 1, 7), padding=[0, 3, 0, 3])
+    rng = np.random.default_rng(1)
+    bound = _tvm.bind_params(mod, {"w": rng.standard_normal((8, 8, 1, 7)).astype("float32")})
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    kernels.meta["layout"] = "NCHW8c"  # its kernels: the blocked untrimmed convolution only
+    tune_kernels(in_layout(bound, kernels), kernels, variants=("parallel",), trials=2, cover=2,
+                 min_repeat_ms=1)
+    assert trim_for_kernels(bound, kernels) is None  # the trimmed one would run untuned
+    assert "lacks tuned kernels for the trimmed convolutions" in caplog.text

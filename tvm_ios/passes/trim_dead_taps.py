@@ -159,6 +159,7 @@ def trim_for_kernels(mod, kernels=None, cover: int = 0):
     says so."""
     from ..kernels.cover import untuned_anchors  # noqa: PLC0415
     from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
+    from .blocked_layout import in_layout  # noqa: PLC0415
 
     trim = TrimDeadTaps()
     trimmed = trim(mod)
@@ -166,8 +167,10 @@ def trim_for_kernels(mod, kernels=None, cover: int = 0):
         return None
     if kernels is None or cover > 0:
         return trim
-    missing = untuned_anchors(apply_kernels(trimmed, kernels))
-    if len(missing) > len(untuned_anchors(apply_kernels(mod, kernels))):
+    def untuned(graph):  # (in the layout the database was tuned in, as builds take it)
+        return untuned_anchors(apply_kernels(in_layout(graph, kernels), kernels))
+    missing = untuned(trimmed)
+    if len(missing) > len(untuned(mod)):
         logger.warning("kernel database %s lacks tuned kernels for the trimmed convolutions "
                        "(%s, ...): dead taps not cut (`tvm-ios tune-kernels` tunes them; "
                        "`--cover N` tunes them at build time)", kernels.path,
