@@ -69,20 +69,17 @@ def load_model(args):
 
 def load_ios_graph(args):
     """``(mod, name)``: ``--model`` with its weights bound and the convolution taps that read
-    only padding cut as the ``ios`` pipeline cuts them with ``--kernels``
-    (:func:`~tvm_ios.passes.trim_dead_taps.trim_for_kernels`): the graph it schedules, so
-    that ``tune`` measures and ``schedule`` prices its stages."""
+    only padding cut as the ``ios`` pipeline cuts them with ``--kernels``, in the layout its
+    kernels were tuned in (:func:`~tvm_ios.bench.cpu_builds.ios_graph`): the graph it
+    schedules, so that ``tune`` measures and ``schedule`` prices its stages."""
     from .. import _tvm  # noqa: PLC0415
-    from ..passes.blocked_layout import in_layout  # noqa: PLC0415
-    from ..passes.trim_dead_taps import trim_for_kernels  # noqa: PLC0415
+    from ..bench.cpu_builds import ios_graph  # noqa: PLC0415
     from .tune_kernels import kernels_of  # noqa: PLC0415
 
     mod, params, name = load_model(args)
     mod = _tvm.bind_params(mod, params)
     kernels = kernels_of(args, name) if "llvm" in str(getattr(args, "target", "llvm")) else None
-    trim = trim_for_kernels(mod, kernels)
-    mod = mod if trim is None else trim(mod)
-    return in_layout(mod, kernels), name  # (the layout the database's kernels were tuned in)
+    return ios_graph(mod, kernels), name  # (trimmed, in the database's layout)
 
 
 def write_json(path: str | None, data, provenance: bool = False) -> None:
