@@ -241,6 +241,11 @@ def is_tensor_constant(expr: Any) -> bool:
     return isinstance(expr, tvm.ir.Constant) and bool(shape_of(expr))
 
 
+def constant_numpy(expr: Any) -> np.ndarray:
+    """A constant tensor's data as numpy (0.27: ``tvm.ir.Constant.value``, was ``.data``)."""
+    return (expr.value if hasattr(expr, "value") else expr.data).numpy()
+
+
 def constant_nbytes(expr: Any) -> int:
     """Bytes of a constant tensor's data (0.27: ``tvm.ir.Constant.value``, was ``.data``)."""
     data = expr.value if hasattr(expr, "value") else expr.data

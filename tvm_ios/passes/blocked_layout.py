@@ -14,8 +14,9 @@ layout ``NCHW{b}c`` and weight layout ``OIHW{b}i{b}o``; it carries the layout th
 the ops that follow (bias adds, activations, concatenations, pooling) and transforms
 back where an op needs ``NCHW`` (a reshape, the model's output). A convolution whose
 channels ``b`` does not divide (an image's 3 input channels) stays in ``NCHW``. The
-weights' layout transforms are folded into constants (``FoldConstant``), so the blocked
-weights are packed once, at compile time.
+weights' layout transforms are folded into constants
+(:class:`~tvm_ios.passes.fold_layout_transforms.FoldLayoutTransforms`, then
+``FoldConstant``), so the blocked weights are packed once, at compile time.
 
 TVM's own legalization refuses convolutions of blocked layouts; the kernels layer adds
 one (:mod:`~tvm_ios.kernels.blocked_conv`).
@@ -29,6 +30,7 @@ from tvm import relax
 
 from .. import _tvm
 from ..kernels.blocked_conv import is_blocked, register_blocked_conv2d
+from .fold_layout_transforms import FoldLayoutTransforms
 
 __all__ = ["BlockedLayout", "blocked_layouts", "layout_for_kernels", "in_layout",
            "conv_layouts"]
@@ -78,6 +80,7 @@ class BlockedLayout:
         if any(is_blocked(layout) for layout in conv_layouts(mod)):
             return mod  # (ConvertLayout fails on blocked convolutions: the pass runs once)
         out = relax.transform.ConvertLayout({_CONV: list(self.layouts)})(mod)
+        out = FoldLayoutTransforms()(out)  # (the weights' packing, in numpy: fast)
         out = relax.transform.DeadCodeElimination()(relax.transform.FoldConstant()(out))
         layouts = conv_layouts(out)
         logger.info("BlockedLayout: %d of %d convolutions in %s", layouts.count(
