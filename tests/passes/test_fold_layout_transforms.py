@@ -33,9 +33,8 @@ def _transforms(mod) -> list:
 def _blocked_weight_module(weight: np.ndarray, block: int):
     """``main(x) = conv2d(x, W)`` with ``W`` bound, its convolution asked for ``NCHW{b}c``
     (weights ``OIHW{b}i{b}o``)."""
-    o, i, kh, kw = weight.shape
     bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((1, i, 6, 6), "float32"))
+    x = relax.Var("x", relax.TensorType((1, weight.shape[1], 6, 6), "float32"))
     with bb.function("main", [x]):
         with bb.dataflow():
             out = bb.emit_output(relax.op.nn.conv2d(x, relax.const(weight), padding=1))

@@ -3,7 +3,7 @@
 :class:`~tvm_ios.passes.blocked_layout.BlockedLayout` leaves a ``relax.layout_transform``
 on every bound weight and bias it blocks (``OIHW`` -> ``OIHW16i16o``), to be folded into
 constants at compile time. Relax's ``FoldConstant`` folds each by compiling and running a
-kernel for it: 6.6 s for Inception V3's 186 transforms on this project's Zen 4, paid by
+kernel for it: 6.2-6.6 s for Inception V3's 186 transforms on this project's Zen 4, paid by
 every build that takes a graph into a blocked database's layout. This pass computes the
 same constants with numpy (the transform's index map evaluated on the source's indices,
 the elements scattered to where it sends them): well under a second.
