@@ -236,19 +236,33 @@ def relax_functions(mod: IRModule) -> Sequence[tuple[str, relax.Function]]:
     return [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, relax.Function)]
 
 
+def rewrite_functions(mutator, mod: IRModule) -> IRModule:
+    """``mod`` with each of its Relax functions visited by ``mutator`` (a ``PyExprMutator``
+    built on ``mod``), as a module pass returns it."""
+    for gv, func in list(mod.functions.items()):
+        if isinstance(func, relax.Function):
+            mutator.builder_.update_func(gv, mutator.visit_expr(func))
+    return mutator.builder_.get()
+
+
 def is_tensor_constant(expr: Any) -> bool:
     """True for a constant tensor of rank >= 1 (``tvm.ir.Constant`` in 0.27, was relax's)."""
     return isinstance(expr, tvm.ir.Constant) and bool(shape_of(expr))
 
 
+def _constant_data(expr: Any):
+    """A constant tensor's data (0.27: ``tvm.ir.Constant.value``, was ``.data``)."""
+    return expr.value if hasattr(expr, "value") else expr.data
+
+
 def constant_numpy(expr: Any) -> np.ndarray:
-    """A constant tensor's data as numpy (0.27: ``tvm.ir.Constant.value``, was ``.data``)."""
-    return (expr.value if hasattr(expr, "value") else expr.data).numpy()
+    """A constant tensor's data as numpy."""
+    return _constant_data(expr).numpy()
 
 
 def constant_nbytes(expr: Any) -> int:
-    """Bytes of a constant tensor's data (0.27: ``tvm.ir.Constant.value``, was ``.data``)."""
-    data = expr.value if hasattr(expr, "value") else expr.data
+    """Bytes of a constant tensor's data."""
+    data = _constant_data(expr)
     return int(np.prod([int(d) for d in data.shape])) * np.dtype(str(data.dtype)).itemsize
 
 

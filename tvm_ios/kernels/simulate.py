@@ -45,7 +45,7 @@ def program_arrays(kernel, seed: int = 0) -> dict:
     arrays = {}
     for key, (name, shape, dtype) in kernel.tensors.items():
         if isinstance(key, tvm.ir.Constant):
-            arrays[name] = key.value.numpy()
+            arrays[name] = _tvm.constant_numpy(key)
         elif key in set(kernel.outputs):
             arrays[name] = np.zeros(shape, dtype)
         else:

@@ -111,9 +111,7 @@ class FoldLayoutTransforms:
 
     def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
         folder = _Folder(mod)
-        for gv, func in list(mod.functions.items()):
-            if isinstance(func, relax.Function):
-                folder.builder_.update_func(gv, folder.visit_expr(func))
+        out = _tvm.rewrite_functions(folder, mod)
         self.folded = folder.folded
         logger.info("FoldLayoutTransforms: %d transforms of constants folded", self.folded)
-        return folder.builder_.get() if self.folded else mod
+        return out if self.folded else mod

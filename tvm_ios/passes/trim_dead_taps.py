@@ -143,10 +143,7 @@ class TrimDeadTaps:
 
 def _trim_module(mod, bound_only: bool):
     trimmer = _Trimmer(mod, bound_only)
-    for gv, func in list(mod.functions.items()):
-        if isinstance(func, relax.Function):
-            trimmer.builder_.update_func(gv, trimmer.visit_expr(func))
-    return trimmer.builder_.get(), trimmer.trimmed
+    return _tvm.rewrite_functions(trimmer, mod), trimmer.trimmed
 
 
 def trim_for_kernels(mod, kernels=None, cover: int = 0):
