@@ -18,7 +18,10 @@ tuned into it first (``--cover`` trials; :mod:`tvm_ios.kernels.cover`); the JSON
 entries say so. Each model's floors are measured in the same run: the least time reading its
 weights takes here (``info.memory_floor``, :mod:`tvm_ios.bench.memory_floor`) and the least
 its arithmetic takes at the rate the cores reach (``info.compute_floor``,
-:mod:`tvm_ios.bench.compute_floor`).
+:mod:`tvm_ios.bench.compute_floor`); with a database, at those rates, how far its kernels'
+records are from their own rooflines, by output map (``info.kernel_roofline``,
+:mod:`tvm_ios.kernels.kernel_roofline`), and what any schedule of them can gain
+(``info.ceiling``, :mod:`tvm_ios.kernels.ceiling`).
 
     PYTHONPATH=. python benchmarks/cpu_latency.py --models inception_v3 --image-size 75 \\
         --threads 2 --kernels benchmarks/kernels --json benchmarks/results/cpu_latency.json
@@ -49,7 +52,10 @@ from tvm_ios.bench import cpu_baselines as cb  # noqa: E402
 from tvm_ios.bench import cpu_builds  # noqa: E402
 from tvm_ios.bench.compute_floor import compute_floor  # noqa: E402
 from tvm_ios.bench.memory_floor import memory_floor  # noqa: E402
+from tvm_ios.kernels.ceiling import concurrency_ceiling  # noqa: E402
 from tvm_ios.kernels.kernel_db import default_kernels_dir, open_kernels  # noqa: E402
+from tvm_ios.kernels.kernel_roofline import kernel_roofline  # noqa: E402
+from tvm_ios.kernels.tuned_build import fuse_for_tuning  # noqa: E402
 
 
 
@@ -141,11 +147,14 @@ def _bench_model(name: str, size, args) -> dict:
                   "tuning": kernels.meta.get("tuning", []) if kernels else []}
     runners = _runners(name, args, net, params, mod, kernels, x, info)
     graph = cpu_builds.ios_graph(mod, kernels, args.cover)  # what the tvm-ios columns run
+    fused = fuse_for_tuning(graph, kernels.target) if kernels is not None else None
     if kernels is not None:
-        info["ceiling"] = _ceilings(graph, kernels, args.threads)
+        info["ceiling"] = _ceilings(fused, kernels, args.threads)
     live = cpu_builds.ios_graph(mod)  # dead taps cut: only live weights and arithmetic
     info["memory_floor"] = _floors(live, args.threads, memory_floor)
     info["compute_floor"] = _floors(live, args.threads, compute_floor)
+    if kernels is not None:
+        info["kernel_roofline"] = _roofline(fused, kernels, info)
     reference = cb.to_numpy(cb.tvm_runner(cpu_builds.build_default(mod), 1)(x))
     result = {"image_size": size, "info": info, "threads": {}}
     for t in args.threads:
@@ -156,15 +165,27 @@ def _bench_model(name: str, size, args) -> dict:
     return result
 
 
-def _ceilings(mod, kernels, threads) -> dict:
-    """``{threads: the concurrency ceiling's figures}`` of ``mod`` with ``kernels``' records
-    (:mod:`tvm_ios.kernels.ceiling`): the most any schedule of these kernels can gain."""
-    from tvm_ios.kernels.ceiling import concurrency_ceiling  # noqa: PLC0415
-    from tvm_ios.kernels.tuned_build import fuse_for_tuning  # noqa: PLC0415
-
-    fused = fuse_for_tuning(mod, kernels.target)
+def _ceilings(fused, kernels, threads) -> dict:
+    """``{threads: the concurrency ceiling's figures}`` of ``fused`` (the graph tvm-ios
+    schedules, fused) with ``kernels``' records (:mod:`tvm_ios.kernels.ceiling`): the most
+    any schedule of these kernels can gain."""
     return {str(t): {**concurrency_ceiling(fused, kernels, cores=t).as_dict(), "graph": "ios"}
             for t in threads}
+
+
+def _roofline(fused, kernels, info: dict) -> dict:
+    """The records of ``fused``'s kernels against their rooflines, by output map
+    (:mod:`tvm_ios.kernels.kernel_roofline`), at the best rates this run's floors measured
+    with as many threads as the records' kernels ran on; an error entry where those floors
+    were not measured (a floor explains the table, it is not a column)."""
+    cores = str(int(kernels.target.attrs.get("num-cores", 1)))
+    read = info["memory_floor"].get(cores, {}).get("bandwidth_gbs")
+    peak = info["compute_floor"].get(cores, {}).get("peak_gflops")
+    if not read or not peak:
+        return {"error": f"no floors measured at {cores} threads, the records' kernels'"}
+    groups = kernel_roofline(fused, kernels, read, peak)
+    return {"threads": int(cores), "gbps": read, "gflops": peak,
+            "groups": [g.as_dict() for g in groups]}
 
 
 def _floors(mod, threads, floor) -> dict:

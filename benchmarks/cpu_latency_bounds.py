@@ -1,11 +1,13 @@
 """The lines of the CPU table's doc that bound what any build of a model can do here.
 
 ``ceiling_lines``: what any schedule of the tuned kernels can gain, from their records
-(:mod:`tvm_ios.kernels.ceiling`). ``memory_lines``: the least time reading the live weights
+(:mod:`tvm_ios.kernels.ceiling`). ``roofline_lines``: how far those records are from the
+kernels' own rooflines, by output map (:mod:`tvm_ios.kernels.kernel_roofline`). ``memory_lines``: the least time reading the live weights
 takes (:mod:`tvm_ios.bench.memory_floor`). ``compute_lines``: the least time their
 convolutions and matmuls take at the rate the cores reach, and the share of that rate each
 build used (:mod:`tvm_ios.bench.compute_floor`). Each reads the results JSON only
-(``info.ceiling``, ``info.memory_floor``, ``info.compute_floor``, the rows' medians);
+(``info.ceiling``, ``info.kernel_roofline``, ``info.memory_floor``, ``info.compute_floor``,
+the rows' medians);
 ``baselines`` are the columns of the frameworks a user would otherwise pick.
 """
 from __future__ import annotations
@@ -26,6 +28,29 @@ def ceiling_lines(name: str, ceilings: dict) -> list[str]:
                   f"{c['calls']} calls untimed, {c['no_serial']} without a one-core record).",
                   ""]
     return lines
+
+
+def roofline_lines(name: str, roofline: dict, top: int = 6) -> list[str]:
+    """The kernels' records against their rooflines, the ``top`` output maps of largest gap
+    (:mod:`tvm_ios.kernels.kernel_roofline`)."""
+    if "groups" not in roofline:
+        return [f"{name}: no kernel roofline ({roofline['error']}).", ""] if roofline else []
+    groups = roofline["groups"]
+    lines = [f"{name}, the tuned kernels against their rooflines: each call's record (the "
+             f"parallel or packed one, {roofline['threads']} threads) against the larger of its "
+             f"weights read at {roofline['gbps']:.1f} GB/s and its FLOPs at "
+             f"{roofline['gflops']:.1f} GFLOPS (this run's floors' best rates), by output map, "
+             f"largest gap first ({len(groups)} groups; the records sum to "
+             f"{sum(g['record_us'] for g in groups) / 1e3:.2f} ms, the rooflines to "
+             f"{sum(g['roofline_us'] for g in groups) / 1e3:.2f}):", "",
+             "| output map | calls | records, us | roofline, us | over it, us | weights, MB "
+             "| GFLOP |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for g in groups[:top]:
+        untimed = f" ({g['untimed']} untimed)" if g["untimed"] else ""
+        lines.append(f"| {g['output']} | {g['calls']}{untimed} | {g['record_us']:.0f} | "
+                     f"{g['roofline_us']:.0f} | {g['gap_us']:.0f} | {g['weight_bytes'] / 1e6:.1f}"
+                     f" | {g['flops'] / 1e9:.3f} |")
+    return lines + [""]
 
 
 def _against(row: dict, baselines, columns) -> tuple:

@@ -239,6 +239,7 @@ def _profiles(results: dict, top: int = 6) -> list[str]:
                       f"{gain / 1e3:.2f} ms.", ""]
             lines += _model_judge_lines(name, t, runs.get("model_judge") or {})
         lines += bounds.ceiling_lines(name, r["info"].get("ceiling", {}))
+        lines += bounds.roofline_lines(name, r["info"].get("kernel_roofline", {}))
         lines += bounds.memory_lines(name, r["info"].get("memory_floor", {}), r["threads"],
                                      BASELINES)
         lines += bounds.compute_lines(name, r["info"].get("compute_floor", {}), r["threads"],

@@ -340,3 +340,11 @@ def remove_layout_rewrite_block(mod: IRModule) -> IRModule:
     from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock  # noqa: PLC0415
 
     return RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+
+
+def estimate_flops(func) -> float:
+    """Floating-point operations of a PrimFunc (``tvm.s_tir.analysis.estimate_tir_flops``,
+    which takes a module)."""
+    from tvm.s_tir.analysis import estimate_tir_flops  # noqa: PLC0415
+
+    return float(estimate_tir_flops(IRModule({"main": func})))

@@ -98,3 +98,26 @@ def test_each_floor_is_measured_per_thread_count_and_a_failure_is_reported(monke
     no_weights = bench._floors(bb.get(), [1], bench.memory_floor)
     assert no_weights == {"1": {"error": "ValueError: the module has no bound weights (bind "
                                          "its parameters first)"}}
+
+
+def test_the_kernel_roofline_uses_the_floors_rates_at_the_records_threads(monkeypatch):
+    bench = _load("cpu_latency", monkeypatch)
+    bounds = _load("cpu_latency_bounds", monkeypatch)
+    from hand_records import HandRecords, two_convs  # noqa: PLC0415
+
+    mod = two_convs(chain=False)
+    records = HandRecords(mod, {("parallel", 0): 10.0, ("parallel", 1): 20.0})  # 2 cores
+    at_one = {"memory_floor": {"1": {"bandwidth_gbs": 0.1}},
+              "compute_floor": {"1": {"peak_gflops": 1e3}}}
+    assert "error" in bench._roofline(mod, records, at_one)
+    info = {"memory_floor": {"2": {"bandwidth_gbs": 0.1}},
+            "compute_floor": {"2": {"peak_gflops": 1e3}}}
+    roofline = bench._roofline(mod, records, info)
+    assert (roofline["threads"], roofline["gbps"], roofline["gflops"]) == (2, 0.1, 1e3)
+    convs = roofline["groups"][0]
+    assert convs["output"] == "8x8" and convs["roofline_us"] == 25.6  # 2560 B at 100 B/us
+    lines = bounds.roofline_lines("m", roofline)
+    assert "| 8x8 | 2 | 30 | 26 | 4 | 0.0 | 0.000 |" in lines
+    assert "| no weights | 1 (1 untimed) | 0 | 0 | 0 | 0.0 | 0.000 |" in lines
+    assert bounds.roofline_lines("m", bench._roofline(mod, records, at_one))[0].startswith(
+        "m: no kernel roofline (no floors measured at 2 threads")

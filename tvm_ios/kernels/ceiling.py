@@ -29,7 +29,7 @@ from tvm import relax
 from .. import _tvm
 from . import prepack
 
-__all__ = ["Ceiling", "concurrency_ceiling"]
+__all__ = ["Ceiling", "concurrency_ceiling", "kernel_calls", "record_times"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def _best(kernels, variants, plain, packed, name: str) -> float | None:
     return min(times) if times else None
 
 
-def _times(marked, kernels) -> dict:
+def record_times(marked, kernels) -> dict:
     """``{kernel name: (parallel us, serial us)}`` of a fused module's kernels (weights
     marked layout-free), from the database's records (None where the variants have none)."""
     out = {}
@@ -92,15 +92,16 @@ def _times(marked, kernels) -> dict:
     return out
 
 
-def _calls(func):
-    """``(bound var, kernel name or None, vars read)`` of each binding of ``func``, in order."""
+def kernel_calls(func):
+    """``(bound var, kernel name or None, value)`` of each binding of ``func``, in order (the
+    name of the PrimFunc a ``call_tir`` calls, None for other bindings)."""
     for block in func.body.blocks:
         for binding in block.bindings:
             value = binding.value
             name = None
             if isinstance(value, relax.Call) and _tvm.op_name(value) == "relax.call_tir":
                 name = value.args[0].name_hint
-            yield binding.var, name, relax.analysis.free_vars(value)
+            yield binding.var, name, value
 
 
 def concurrency_ceiling(mod, kernels, cores: int | None = None,
@@ -110,12 +111,12 @@ def concurrency_ceiling(mod, kernels, cores: int | None = None,
     :class:`~.kernel_db.KernelDB`), on ``cores`` cores (default the database target's)."""
     cores = cores or int(kernels.target.attrs.get("num-cores", 1))
     marked = prepack.mark_layout_free(mod)
-    times = _times(marked, kernels)
+    times = record_times(marked, kernels)
     finish: dict = {}
     seq = work = 0.0
     calls = untimed = no_serial = 0
-    for var, name, reads in _calls(marked[func_name]):
-        start = max((finish.get(v, 0.0) for v in reads), default=0.0)
+    for var, name, value in kernel_calls(marked[func_name]):
+        start = max((finish.get(v, 0.0) for v in relax.analysis.free_vars(value)), default=0.0)
         par, ser = times.get(name, (None, None)) if name else (None, None)
         calls += name is not None
         if par is None and ser is None:
