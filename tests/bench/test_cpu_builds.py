@@ -41,6 +41,16 @@ def test_without_a_measurer_nothing_is_measured(forked):
     assert not any(d["measured"] for d in info["fallback"])
 
 
+def test_one_veu_builds_the_sequential_graph_unscheduled(forked):
+    """With one vEU nothing runs concurrently: no schedule reorders the ops."""
+    decisions = []
+    plan, rewrite = cpu_builds.rprogram_plan(forked, None, 1, decisions=decisions)
+    assert rewrite is None and decisions == []
+    assert _tvm.tvm_ffi.structural_equal(plan, cpu_builds.ios_graph(forked))
+    _, two = cpu_builds.rprogram_plan(forked, None, 2, decisions=decisions)
+    assert two is not None and decisions
+
+
 def test_the_column_schedules_as_the_ios_pipeline_does(forked, tmp_path):
     """One cost model for both: the rProgram column runs the schedule ``tvm-ios run`` builds
     from the same log. The log says one concurrent pair, which neither schedule takes
