@@ -10,7 +10,7 @@ concurrency ceiling (:mod:`.ceiling`) says what the schedule can win with these 
 
 Calls are grouped by the spatial size of their output (``H x W`` of an ``NCHW`` or ``NCHWc``
 result; ``other`` for other ranks, ``no weights`` for calls without constant arguments, whose
-roofline here is zero: pools, concatenations, standalone activations), since a model's kernels
+roofline here is their arithmetic alone: pools, concatenations, standalone activations), since a model's kernels
 on one map size share their shapes and their trouble: on a 2-core Zen 4, Inception V3's
 convolutions on 3x3 maps took 1.38 ms of records against a 0.58 ms roofline.
 """
