@@ -147,13 +147,12 @@ def _bench_model(name: str, size, args) -> dict:
                   "tuning": kernels.meta.get("tuning", []) if kernels else []}
     runners = _runners(name, args, net, params, mod, kernels, x, info)
     graph = cpu_builds.ios_graph(mod, kernels, args.cover)  # what the tvm-ios columns run
-    fused = fuse_for_tuning(graph, kernels.target) if kernels is not None else None
-    if kernels is not None:
-        info["ceiling"] = _ceilings(fused, kernels, args.threads)
     live = cpu_builds.ios_graph(mod)  # dead taps cut: only live weights and arithmetic
     info["memory_floor"] = _floors(live, args.threads, memory_floor)
     info["compute_floor"] = _floors(live, args.threads, compute_floor)
     if kernels is not None:
+        fused = fuse_for_tuning(graph, kernels.target)
+        info["ceiling"] = _ceilings(fused, kernels, args.threads)
         info["kernel_roofline"] = _roofline(fused, kernels, info)
     reference = cb.to_numpy(cb.tvm_runner(cpu_builds.build_default(mod), 1)(x))
     result = {"image_size": size, "info": info, "threads": {}}

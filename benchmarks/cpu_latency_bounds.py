@@ -2,8 +2,9 @@
 
 ``ceiling_lines``: what any schedule of the tuned kernels can gain, from their records
 (:mod:`tvm_ios.kernels.ceiling`). ``roofline_lines``: how far those records are from the
-kernels' own rooflines, by output map (:mod:`tvm_ios.kernels.kernel_roofline`). ``memory_lines``: the least time reading the live weights
-takes (:mod:`tvm_ios.bench.memory_floor`). ``compute_lines``: the least time their
+kernels' own rooflines, by output map (:mod:`tvm_ios.kernels.kernel_roofline`).
+``memory_lines``: the least time reading the live weights takes
+(:mod:`tvm_ios.bench.memory_floor`). ``compute_lines``: the least time their
 convolutions and matmuls take at the rate the cores reach, and the share of that rate each
 build used (:mod:`tvm_ios.bench.compute_floor`). Each reads the results JSON only
 (``info.ceiling``, ``info.kernel_roofline``, ``info.memory_floor``, ``info.compute_floor``,

@@ -108,7 +108,7 @@ def kernel_roofline(mod, kernels, gbps: float, gflops: float,
     marked = prepack.mark_layout_free(mod)
     times = record_times(marked, kernels)
     flops: dict = {}
-    sums: dict = defaultdict(lambda: [0, 0.0, 0.0, 0, 0, 0])
+    calls: dict = defaultdict(list)  # group -> (record or None, roofline, weights, flops)
     for _, name, call in kernel_calls(marked[func_name]):
         if name is None:
             continue
@@ -116,15 +116,13 @@ def kernel_roofline(mod, kernels, gbps: float, gflops: float,
             flops[name] = int(_tvm.estimate_flops(marked[name]))
         weights = sum(_tvm.constant_nbytes(a) for a in call.args[1].fields
                       if _tvm.is_tensor_constant(a))
-        record = times.get(name, (None, None))[0]
-        group = sums[_output(call, weights)]
-        group[0] += 1
-        group[1] += record or 0.0
-        group[2] += max(weights / (gbps * 1e3), flops[name] / (gflops * 1e3))
-        group[3] += weights
-        group[4] += flops[name]
-        group[5] += record is None
-    groups = [RooflineGroup(key, *values) for key, values in sums.items()]
+        roofline = max(weights / (gbps * 1e3), flops[name] / (gflops * 1e3))  # us
+        calls[_output(call, weights)].append((times.get(name, (None, None))[0], roofline,
+                                              weights, flops[name]))
+    groups = [RooflineGroup(key, len(rows), sum(r[0] or 0.0 for r in rows),
+                            sum(r[1] for r in rows), sum(r[2] for r in rows),
+                            sum(r[3] for r in rows), sum(r[0] is None for r in rows))
+              for key, rows in calls.items()]
     groups.sort(key=lambda g: -g.gap_us)
     logger.info("kernel roofline: %s", "; ".join(map(str, groups)))
     return groups
