@@ -42,7 +42,7 @@ def test_without_a_measurer_nothing_is_measured(forked):
 
 
 def test_one_veu_builds_the_sequential_graph_unscheduled(forked):
-    """With one vEU nothing runs concurrently: no schedule reorders the ops."""
+    """With one vEU nothing runs concurrently: no schedule is priced or recorded."""
     decisions = []
     plan, rewrite = cpu_builds.rprogram_plan(forked, None, 1, decisions=decisions)
     assert rewrite is None and decisions == []

@@ -129,10 +129,11 @@ def rprogram_plan(mod, kernels, num_veus: int, measurer=None, balance: bool = Fa
     both sides measured into the stage log with ``measurer``, or with ``from_log`` by the
     log's measured figures alone; else by ``cost``, default :func:`stage_cost_model`), and
     the ``RProgramPass`` that lowers it with that cost model. With one vEU nothing runs
-    concurrently and a schedule could only reorder the ops, unmeasured (NASNet-A ran 0.97x
-    as fast so at one thread on a Zen 4): the plan is then :func:`ios_graph`'s module as it
-    is, and no rewrite. Each stage decision is appended to ``decisions``. ``mod`` is taken
-    as :func:`ios_graph` gives it (with ``cover``, as the build will).
+    concurrently: the plan is then :func:`ios_graph`'s module as it is, no schedule priced
+    or recorded, and no rewrite (before, a schedule was priced and recorded that no pass
+    applied, so the build was the same). Each stage decision is appended to
+    ``decisions``. ``mod`` is taken as :func:`ios_graph` gives it (with ``cover``, as the
+    build will).
     """
     mod = ios_graph(mod, kernels, cover)
     if num_veus <= 1:
