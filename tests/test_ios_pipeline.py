@@ -29,7 +29,8 @@ H100 = "nvidia/nvidia-h100"
 
 @pytest.fixture(scope="module")
 def forked():
-    """A DAG whose concurrent stages become rPrograms on the CPU vDevice (any pool size)."""
+    """A DAG whose concurrent stages become rPrograms on the CPU vDevice (a pool of two
+    workers or more: conftest's two)."""
     return dag_model(1, num_ops=8, channels=16, size=14, p=0.5)[0]
 
 
@@ -67,6 +68,18 @@ def test_ios_on_llvm_runs_rprograms_and_matches_default(forked):
     names = {r["name"] for r in report["rprogram_list"]}
     assert names <= {gv.name_hint for gv in _lowered(forked, p).get_global_vars()}
     assert report["cost_model"].startswith("AnalyticalCostModel('cpu')")
+
+
+def test_one_pool_worker_builds_the_sequential_schedule(forked):
+    _tvm.config_threads(1)  # (the pool restored after the test by conftest)
+    p = pipeline()
+    _check_matches(forked, tvm.compile(forked, "llvm", relax_pipeline=p))
+    report = p.report
+    assert report["rprograms"] == 0 and report["num_veus"] == 0
+    stages = report["schedule"]["stages"]
+    assert [len(stage["groups"]) for stage in stages] == [1] * len(stages) == \
+        [len(group) for stage in stages for group in stage["groups"]]
+    assert report["schedule"]["stats"]["fallback"] == "sequential: 1 vEU"
 
 
 def _lowered(mod, p):

@@ -21,8 +21,8 @@ from tvm import relax
 from . import _tvm
 
 __all__ = ["graphturbo_hw", "graphturbo_passes", "cost_model_for", "schedule_pass",
-           "rprogram_schedule_pass", "fallback_judges", "model_judge_pass", "engine_pass",
-           "kernel_passes", "open_kernel_db", "default_build"]
+           "rprogram_schedule_pass", "engine_veus", "fallback_judges", "model_judge_pass",
+           "engine_pass", "kernel_passes", "open_kernel_db", "default_build"]
 
 logger = logging.getLogger(__name__)
 
@@ -108,11 +108,13 @@ def _judges_log(opts, kernels):
     return Path(kernels.path) / STAGE_LOG if kernels is not None else None
 
 
-def schedule_pass(opts, cost_model, judges=None, decisions: list | None = None):
+def schedule_pass(opts, cost_model, judges=None, decisions: list | None = None,
+                  num_veus: int | None = None):
     """The schedule step: ``ApplySchedule`` of ``opts.schedule`` (a stale one falls back to
     the sequential schedule); for the rProgram engine's ios policy, :func:`rprogram_schedule_pass`
-    (with ``judges``, :func:`fallback_judges`; its decisions appended to ``decisions``); else
-    ``IOSPass`` with ``cost_model`` and ``opts``' r, s and strategy."""
+    (with ``judges``, :func:`fallback_judges`; its decisions appended to ``decisions``; for
+    rPrograms of ``num_veus`` vEUs, :func:`engine_veus`); else ``IOSPass`` with
+    ``cost_model`` and ``opts``' r, s and strategy."""
     if opts.schedule is not None:
         from .passes.apply_schedule import ApplySchedule  # noqa: PLC0415
 
@@ -121,28 +123,41 @@ def schedule_pass(opts, cost_model, judges=None, decisions: list | None = None):
     if opts.max_block_bound is not None:
         ios["max_block_bound"] = opts.max_block_bound
     if opts.engine == "rprogram" and opts.policy == "ios":
-        return rprogram_schedule_pass(cost_model, opts.func_name, judges, decisions, **ios)
+        return rprogram_schedule_pass(cost_model, opts.func_name, judges, decisions,
+                                      num_veus=num_veus, **ios)
     from .passes.ios_pass import IOSPass  # noqa: PLC0415
 
     return IOSPass(cost_model, func_name=opts.func_name, strategy=opts.strategy, **ios)
 
 
 def rprogram_schedule_pass(cost_model, func_name: str = "main", judges=None,
-                           decisions: list | None = None, **ios_options):
+                           decisions: list | None = None, num_veus: int | None = None,
+                           **ios_options):
     """A pass recording the schedule the rPrograms follow
     (:func:`~tvm_ios.cost.fallback.rprogram_schedule`): IOS without merges, then every
     concurrent stage ``cost_model`` prices slower than its ops one after another made
     sequential (an rProgram's vEUs run one-core kernels, so a stage of large ops can lose
     what its concurrency gains). The bindings are left in place: ``RProgramPass`` emits
-    them from the schedule."""
+    them from the schedule. With ``num_veus`` below 2, the sequential schedule."""
     from .cost.fallback import rprogram_schedule  # noqa: PLC0415
 
     @_tvm.module_pass(opt_level=0, name="tvm_ios.IOSSchedule")
     def _schedule(mod, _ctx):
         return rprogram_schedule(mod, cost_model, func_name, decisions, judges=judges,
-                                 **ios_options)
+                                 num_veus=num_veus, **ios_options)
 
     return _schedule
+
+
+def engine_veus(target) -> int | None:
+    """The vEUs of the rProgram engine's CPU vDevice on ``llvm``: one per worker of TVM's
+    thread pool (one worker: no rProgram, the sequential schedule); None elsewhere (a GPU's
+    vEUs are its persistent blocks, more than any stage has groups)."""
+    if target.kind.name != "llvm":
+        return None
+    from .kernels.vdevice import pool_threads  # noqa: PLC0415
+
+    return pool_threads()
 
 
 def model_judge_pass(target, opts, kernels, decisions: list, lower):
@@ -152,10 +167,8 @@ def model_judge_pass(target, opts, kernels, decisions: list, lower):
     ``lower(mod) -> executable`` when ``opts.measure``, from logged figures otherwise; None
     where there is nothing to judge (another engine, policy or target, a given schedule,
     one pool worker, no stage log and no measuring)."""
-    from .kernels.vdevice import pool_threads  # noqa: PLC0415
-
     if opts.engine != "rprogram" or opts.policy != "ios" or target.kind.name != "llvm" \
-            or opts.schedule is not None or pool_threads() < 2:
+            or opts.schedule is not None or engine_veus(target) < 2:
         return None
     log = _judges_log(opts, kernels)
     # whole models are timed here: not for a measurer of RPC servers
@@ -169,7 +182,7 @@ def model_judge_pass(target, opts, kernels, decisions: list, lower):
         judged, verdict, _ = judge_module(
             mod, decisions, lower if here else None, log=log,
             target=kernels.target if kernels is not None else target, kernels=kernels,
-            threads=pool_threads(), func_name=opts.func_name)
+            threads=engine_veus(target), func_name=opts.func_name)
         logger.info("tvm_ios.pipeline: %s", verdict)
         return judged
 

@@ -41,9 +41,9 @@ import logging
 from . import _tvm
 from ._autoload import NAMES
 from .passes.apply_schedule import schedule_of
-from .pipeline_steps import (cost_model_for, default_build, engine_pass, fallback_judges,
-                             graphturbo_hw, graphturbo_passes, kernel_passes, model_judge_pass,
-                             open_kernel_db, schedule_pass)
+from .pipeline_steps import (cost_model_for, default_build, engine_pass, engine_veus,
+                             fallback_judges, graphturbo_hw, graphturbo_passes, kernel_passes,
+                             model_judge_pass, open_kernel_db, schedule_pass)
 from .passes.blocked_layout import layout_for_kernels
 from .passes.trim_dead_taps import trim_for_kernels
 from .runtime.library import attach_metadata, function_inputs
@@ -165,7 +165,8 @@ class Pipeline:
                 target, opts.engine, opts.device, mod, opts.log, kernels,
                 max_group_size=opts.r, max_num_groups=opts.s, strategy=opts.strategy)
             return schedule_pass(opts, self.cost_model,
-                                 fallback_judges(target, opts, mod, kernels), decisions)
+                                 fallback_judges(target, opts, mod, kernels), decisions,
+                                 engine_veus(target))
         lowering = [lambda _m: engine_pass(target, opts, kernels)]
         lowering += [lambda _m, p=p: p for p in kernel_passes(kernels, target, opts.cover)]
 

@@ -161,16 +161,25 @@ def sequential_fallback(graph: OpGraph, schedule: Schedule, cost_model,
 
 
 def rprogram_schedule(mod, cost_model, func_name: str = "main", decisions: list | None = None,
-                      judges=None, **ios_options):
+                      judges=None, num_veus: int | None = None, **ios_options):
     """``mod`` with the schedule its rPrograms follow recorded on it: IOS without merges
     (what ``RProgramPass`` plans from) under ``cost_model``, then :func:`sequential_fallback`
-    (measured with ``judges``, :func:`stage_judges`, when given).
+    (measured with ``judges``, :func:`stage_judges`, when given). With ``num_veus`` below 2
+    (a CPU pool of one worker) no stage can run concurrently: the sequential schedule, ops in
+    model order priced by ``cost_model``, with nothing searched or measured.
     """
     from ..graph.extract import extract  # noqa: PLC0415
     from ..passes.apply_schedule import record_schedule  # noqa: PLC0415
+    from ..schedule.baselines import sequential_schedule  # noqa: PLC0415
     from ..schedule.ios import ios_schedule  # noqa: PLC0415
 
     graph = extract(mod[func_name], name=func_name).graph
+    if num_veus is not None and num_veus < 2:
+        logger.info("%s: %d vEU, nothing runs concurrently: the sequential schedule",
+                    func_name, num_veus)
+        schedule = sequential_schedule(graph, cost_model)
+        schedule.stats["fallback"] = f"sequential: {num_veus} vEU"
+        return record_schedule(mod, func_name, schedule)
     schedule = ios_schedule(graph, cost_model, **{**ios_options, "strategy": "parallel"})
     return record_schedule(mod, func_name,
                            sequential_fallback(graph, schedule, cost_model, decisions, judges))
