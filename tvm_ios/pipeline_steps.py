@@ -80,8 +80,10 @@ def fallback_judges(target, opts, mod, kernels=None):
     """The measured fallback decision of the rProgram engine on ``llvm``
     (:func:`~tvm_ios.cost.fallback.stage_judges`): both sides of each concurrent stage from
     the stage log of ``opts.log`` or ``kernels``, measured here when ``opts.measure`` (True
-    or a ``Measurer``); None elsewhere, or without a log and without measuring."""
-    if opts.engine != "rprogram" or opts.policy != "ios" or target.kind.name != "llvm":
+    or a ``Measurer``); None elsewhere, with one pool worker (no stage to judge), or without a
+    log and without measuring."""
+    if opts.engine != "rprogram" or opts.policy != "ios" or target.kind.name != "llvm" \
+            or engine_veus(target) < 2:
         return None
     from .cost.fallback import stage_judges  # noqa: PLC0415
 
