@@ -22,7 +22,7 @@ from tvm_ios.graph.analysis import ancestors
 from tvm_ios.relax_pipeline import VARIANTS, cost_model_for, pipeline
 from tvm_ios.runtime.compare import build, random_inputs, run
 from tvm_ios.runtime.library import METADATA_FUNC
-from tvm_ios.testing import dag_model, dead_taps_model
+from tvm_ios.testing import dag_model, dead_taps_model, repeated_calls_model
 
 H100 = "nvidia/nvidia-h100"
 
@@ -62,7 +62,10 @@ def test_ios_on_llvm_runs_rprograms_and_matches_default(forked):
     executable = tvm.compile(forked, "llvm", relax_pipeline=p)
     _check_matches(forked, executable)
     report = p.report
-    assert report["passes"] == ["IOSSchedule", "RProgramPass", "default build (llvm)"]
+    # (the random DAG adds the same two tensors twice: the repeat is computed once first)
+    assert report["passes"] == ["DedupOps", "IOSSchedule", "RProgramPass",
+                                "default build (llvm)"]
+    assert report["deduplicated_calls"] == 1
     assert report["rprograms"] == len(report["rprogram_list"]) > 0
     assert report["num_veus"] == max(r["num_veus"] for r in report["rprogram_list"])
     names = {r["name"] for r in report["rprogram_list"]}
@@ -238,3 +241,14 @@ def test_ios_cuts_dead_taps_first_and_matches_default():
     off = pipeline(trim=False)
     tvm.compile(mod, "llvm", relax_pipeline=off)
     assert "TrimDeadTaps" not in off.report["passes"] and "trimmed_convs" not in off.report
+
+
+def test_ios_computes_repeated_calls_once_and_matches_default():
+    mod = repeated_calls_model()
+    p = pipeline()
+    executable = tvm.compile(mod, "llvm", relax_pipeline=p)
+    _check_matches(mod, executable)
+    assert p.report["passes"][0] == "DedupOps" and p.report["deduplicated_calls"] == 2
+    off = pipeline(dedup=False)
+    tvm.compile(mod, "llvm", relax_pipeline=off)
+    assert "DedupOps" not in off.report["passes"] and "deduplicated_calls" not in off.report

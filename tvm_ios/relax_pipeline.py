@@ -9,7 +9,10 @@
 It runs, under the target ``tvm.compile`` enters, these steps (each a small function of
 :mod:`tvm_ios.pipeline_steps`, so adding one is one line in :meth:`Pipeline.steps`):
 
-0. ``trim_for_kernels`` (``trim=True``, the default): ``TrimDeadTaps``, the kernel taps of a
+0. ``dedup_for_kernels`` (``dedup=True``, the default): ``DedupOps``, an operator call that
+   repeats an earlier one (NASNet-A's ReLUs of one input per branch) computed once (with a
+   kernel database lacking the kernels it then fuses: not); then
+   ``trim_for_kernels`` (``trim=True``, the default): ``TrimDeadTaps``, the kernel taps of a
    convolution that read only zero padding cut from its (bound) weights, so they are
    neither read nor multiplied (with a kernel database lacking the trimmed kernels: not);
    then ``layout_for_kernels``: with a database tuned in a blocked layout (``NCHW16c``),
@@ -45,6 +48,7 @@ from .pipeline_steps import (cost_model_for, default_build, engine_pass, engine_
                              fallback_judges, graphturbo_hw, graphturbo_passes, kernel_passes,
                              model_judge_pass, open_kernel_db, schedule_pass)
 from .passes.blocked_layout import layout_for_kernels
+from .passes.dedup_ops import dedup_for_kernels
 from .passes.trim_dead_taps import trim_for_kernels
 from .runtime.library import attach_metadata, function_inputs
 
@@ -90,8 +94,9 @@ def pipeline(engine: str = "rprogram", graphturbo=None, log=None, kernels=None, 
         stages, a few ways, and keeps the fastest; without it logged figures decide where
         there are some), ``cover`` (with ``kernels``: trials for each convolution or matmul
         kernel of the build the database lacks, tuned into it before the build; default 0:
-        built untuned, with a warning naming them), ``trim`` (default True: cut the
-        taps of each convolution with bound weights that read only zero padding first).
+        built untuned, with a warning naming them), ``dedup`` (default True: compute once
+        each operator call that repeats an earlier one, first), ``trim`` (default True: cut
+        the taps of each convolution with bound weights that read only zero padding first).
     """
     return Pipeline(engine=engine, graphturbo=graphturbo, log=log, kernels=kernels, r=r, s=s,
                     **options)
@@ -116,6 +121,7 @@ class Options:
     max_block_bound: float | None = None
     measure: object = False
     cover: int = 0
+    dedup: bool = True
     trim: bool = True
 
     def __post_init__(self):
@@ -152,7 +158,9 @@ class Pipeline:
         """The steps in order: each ``make(mod)`` returns the pass to run on ``mod`` as it
         stands then, or None to skip the step."""
         opts, kernels = self.options, self.kernels
-        steps = [lambda m: trim_for_kernels(m, kernels, opts.cover)] if opts.trim else []
+        steps = [lambda m: dedup_for_kernels(m, kernels, opts.cover)] if opts.dedup else []
+        if opts.trim:
+            steps.append(lambda m: trim_for_kernels(m, kernels, opts.cover))
         steps.append(lambda _m: layout_for_kernels(kernels))
         if opts.graphturbo is not None:
             hw = graphturbo_hw(target) if opts.graphturbo == "auto" else opts.graphturbo
@@ -223,6 +231,8 @@ def _record_step(report: dict, step) -> None:
         report["tuned_kernels"] = "tuned"
     if name == "TrimDeadTaps":
         report["trimmed_convs"] = len(step.trimmed)
+    if name == "DedupOps":
+        report["deduplicated_calls"] = step.total
 
 
 def _record_result(report: dict, mod, func_name: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import relax
 
-__all__ = ["dag_model", "dead_taps_model", "MergeFriendly", "onnx_inception_like",
+__all__ = ["dag_model", "dead_taps_model", "repeated_calls_model", "MergeFriendly", "onnx_inception_like",
            "onnx_random_weights"]
 
 
@@ -84,6 +84,32 @@ def dead_taps_model(seed: int = 0, channels: int = 8):
         with bb.dataflow():
             a, b = conv((1, 7), (0, 3, 0, 3)), conv((7, 1), (3, 0, 3, 0))
             gv = bb.emit_output(bb.emit(relax.op.concat([a, b], axis=1)))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def repeated_calls_model(seed: int = 0, channels: int = 8, size: int = 6):
+    """A 1x1 convolution whose output two branches each apply ReLU to before a 3x3
+    convolution (weights bound), and the input averaged twice, all concatenated: calls
+    repeated as NASNet-A's cells repeat them (2 of the 8 calls repeat one). Computed once,
+    the one ReLU is the 1x1 convolution's only reader and fuses into its kernel."""
+    rng = np.random.default_rng(seed)
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, channels, size, size), "float32"))
+
+    def conv(data, kernel, padding):
+        w = relax.const(rng.standard_normal((channels, channels, kernel, kernel)).astype(
+            "float32"))
+        return bb.emit(relax.op.nn.conv2d(data, w, padding=padding))
+
+    def avg():
+        return bb.emit(relax.op.nn.avg_pool2d(x, 3, padding=1, count_include_pad=False))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            stem = conv(x, 1, 0)
+            a, b = (conv(bb.emit(relax.op.nn.relu(stem)), 3, 1) for _ in range(2))
+            pooled = bb.emit(relax.op.add(avg(), avg()))
+            gv = bb.emit_output(bb.emit(relax.op.concat([a, b, pooled], axis=1)))
         bb.emit_func_output(gv)
     return bb.get()
 

@@ -37,6 +37,7 @@ from ..passes.apply_schedule import schedule_of
 from ..passes.blocked_layout import in_layout
 from ..passes.ios_pass import IOSPass
 from ..passes.rprogram_pass import RProgramPass
+from ..passes.dedup_ops import dedup_for_kernels
 from ..passes.trim_dead_taps import trim_for_kernels
 
 __all__ = ["stage_cost_model", "build_default", "build_tuned", "build_ios_sequential",
@@ -85,11 +86,14 @@ def build_tuned(mod, kernels, info: dict | None = None, cover: int = 0):
 
 
 def ios_graph(mod, kernels=None, cover: int = 0):
-    """``mod`` (weights bound) as the tvm-ios builds and the ``ios`` pipeline take it: the
-    convolution taps that read only zero padding cut where ``kernels`` (or ``cover``) has
-    the trimmed kernels (:func:`~tvm_ios.passes.trim_dead_taps.trim_for_kernels`), in the
-    layout the kernels were tuned in
-    (:func:`~tvm_ios.passes.blocked_layout.in_layout`)."""
+    """``mod`` (weights bound) as the tvm-ios builds and the ``ios`` pipeline take it: each
+    repeated operator call computed once and the convolution taps that read only zero
+    padding cut, where ``kernels`` (or ``cover``) has the kernels these rewrites make
+    (:func:`~tvm_ios.passes.dedup_ops.dedup_for_kernels`,
+    :func:`~tvm_ios.passes.trim_dead_taps.trim_for_kernels`), in the layout the kernels were
+    tuned in (:func:`~tvm_ios.passes.blocked_layout.in_layout`)."""
+    dedup = dedup_for_kernels(mod, kernels, cover)
+    mod = mod if dedup is None else dedup(mod)
     trim = trim_for_kernels(mod, kernels, cover)
     return in_layout(mod if trim is None else trim(mod), kernels)
 

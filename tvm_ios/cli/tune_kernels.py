@@ -149,6 +149,7 @@ def run(args) -> int:
     from ..kernels.kernel_db import KernelDB, default_kernels_dir, host_target  # noqa
     from ..kernels.tuning import tune_kernels  # noqa: PLC0415
     from ..cost.stage_module import op_stages  # noqa: PLC0415
+    from ..passes.dedup_ops import DedupOps  # noqa: PLC0415
     from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
     from ..passes.blocked_layout import in_layout  # noqa: PLC0415
 
@@ -179,11 +180,11 @@ def run(args) -> int:
         if args.retime:
             return _retime(args, kernels, rpc, name, params)
         bound = _tvm.bind_params(mod, params)
-        trim = TrimDeadTaps()  # (before the layout: trimming takes NCHW convolutions)
-        ios_mod = in_layout(trim(bound), kernels)  # the graph the tvm-ios builds take
+        dedup, trim = DedupOps(), TrimDeadTaps()  # (trimming takes NCHW convolutions)
+        ios_mod = in_layout(trim(dedup(bound)), kernels)  # the graph the tvm-ios builds take
         mod = in_layout(bound, kernels)  # (vEU kernels: ios_mod's)
         fused = {"parallel", "packed"} & set(args.variants)  # (serial ones: op by op)
-        also = [mod] if trim.trimmed else []  # TVM's own sequential build of the model
+        also = [mod] if trim.trimmed or dedup.removed else []  # TVM's own sequential build
         if fused and not args.sequential_only:  # + each op alone, as a stage's judge runs it
             also += scheduled_builds(ios_mod, kernels) + op_stages(ios_mod, kernels.target)
         reports = tune_kernels(ios_mod, kernels, args.variants, args.trials, rpc, _Bar(),

@@ -154,23 +154,11 @@ def trim_for_kernels(mod, kernels=None, cover: int = 0):
     untrimmed one's: a database tuned before the trimmed convolutions existed (another CPU's,
     committed) would leave them untuned, slower than the untrimmed tuned ones; a warning
     says so."""
-    from ..kernels.cover import untuned_anchors  # noqa: PLC0415
-    from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
-    from .blocked_layout import in_layout  # noqa: PLC0415
+    from .kernel_guard import kept_for_kernels  # noqa: PLC0415
 
     trim = TrimDeadTaps()
     trimmed = trim(mod)
     if not trim.trimmed:
         return None
-    if kernels is None or cover > 0:
-        return trim
-    def untuned(graph):  # (in the layout the database was tuned in, as builds take it)
-        return untuned_anchors(apply_kernels(in_layout(graph, kernels), kernels))
-    missing = untuned(trimmed)
-    if len(missing) > len(untuned(mod)):
-        logger.warning("kernel database %s lacks tuned kernels for the trimmed convolutions "
-                       "(%s, ...): dead taps not cut (`tvm-ios tune-kernels` tunes them; "
-                       "`--cover N` tunes them at build time)", kernels.path,
-                       ", ".join(missing[:3]))
-        return None
-    return trim
+    return kept_for_kernels(trim, mod, trimmed, kernels, cover, "the trimmed convolutions",
+                            "dead taps not cut")
