@@ -5,9 +5,10 @@
   applied, compiled for the database's target (:func:`~tvm_ios.kernels.tuned_build.
   apply_kernels`);
 * ``tvm-ios sequential (tuned)``: the graph as the tvm-ios builds take it
-  (:func:`ios_graph`: the convolution taps that read only padding cut,
-  :class:`~tvm_ios.passes.trim_dead_taps.TrimDeadTaps`), its ops in model order, tuned: what
-  the graph rewrite gains apart from the schedule;
+  (:func:`ios_graph`: repeated calls computed once,
+  :class:`~tvm_ios.passes.dedup_ops.DedupOps`, and the convolution taps that read only
+  padding cut, :class:`~tvm_ios.passes.trim_dead_taps.TrimDeadTaps`), its ops in model
+  order, tuned: what the graph rewrites gain apart from the schedule;
 * ``tvm-ios stages (tuned)``: IOS stages (merges included) one kernel at a time, tuned;
 * ``tvm-ios rProgram (tuned)``: IOS without merges, stages never slower than sequential
   (:func:`~tvm_ios.cost.fallback.rprogram_schedule`; with a measurer both sides of each
