@@ -3,7 +3,8 @@
 For each model, at batch 1, on the same weights and input, at each thread count: PyTorch
 eager, torch.compile (CPU inductor), ONNX Runtime sequential / parallel (the model exported
 from its PyTorch form), TVM default, TVM tuned sequential, tvm-ios sequential (tuned) (the
-graph as tvm-ios takes it, dead convolution taps cut, ops in model order), tvm-ios stages
+graph as tvm-ios takes it, repeated calls computed once and dead convolution taps cut, ops
+in model order), tvm-ios stages
 (tuned) and tvm-ios rProgram (tuned). Every column's output is checked against TVM's default build
 (``max_abs_diff``) before it is timed; a column that differs by more than ``--tolerance``
 is reported, not timed. Columns are timed round-robin, ``--rounds`` rounds of ``--repeat``
