@@ -29,6 +29,7 @@ import tvm
 from tvm import relax
 
 from .. import _tvm
+from .kernel_guard import kept_for_kernels, replays_last_run
 
 __all__ = ["DedupOps", "dedup_for_kernels", "op_calls"]
 
@@ -68,6 +69,7 @@ class DedupOps:
     def __init__(self):
         self.removed: dict[str, int] = {}
 
+    @replays_last_run
     def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
         before = op_calls(mod)
         out = relax.transform.EliminateCommonSubexpr()(mod)  # (leaves ``b = a`` aliases)
@@ -92,8 +94,6 @@ def dedup_for_kernels(mod, kernels=None, cover: int = 0):
     database (and no ``cover`` trials to tune what it lacks at build time) only where the
     database holds the deduplicated graph's kernels as well as the original's (a warning
     says where it does not: :func:`~.kernel_guard.kept_for_kernels`)."""
-    from .kernel_guard import kept_for_kernels  # noqa: PLC0415
-
     dedup = DedupOps()
     deduped = dedup(mod)
     if not dedup.removed:

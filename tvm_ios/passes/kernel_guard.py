@@ -8,14 +8,50 @@ CPU's, committed) lacks those kernels, and they would run untuned: NASNet-A at 6
 75.6 ms with three of them untuned, 24.0 ms tuned. :func:`kept_for_kernels` keeps the
 rewrite only where the rewritten graph has no more untuned kernels than the original, and
 says so in a warning where it does not.
+
+Deciding runs the rewrite once: :func:`replays_last_run` lets the pass return that run's
+output when the caller then applies it to the same module, and the untuned kernels of the
+last graph looked up are kept for the next rewrite's guard (the deduplicated graph is the
+one the trim is decided on), so no graph is rewritten or looked up twice.
 """
 from __future__ import annotations
 
+import functools
 import logging
 
-__all__ = ["kept_for_kernels"]
+__all__ = ["kept_for_kernels", "replays_last_run"]
 
 logger = logging.getLogger(__name__)
+
+_last_lookup: list = []  # [(graph, kernels, untuned anchors)]: the last graph looked up
+
+
+def replays_last_run(transform_module):
+    """``transform_module`` of a rewrite pass, returning its last output again (not running
+    twice) when it is given the module of its last run (the one its guard decided on)."""
+    @functools.wraps(transform_module)
+    def transform(self, mod, ctx):
+        last = getattr(self, "_last_run", None)
+        if last is not None and last[0].same_as(mod):
+            return last[1]
+        out = transform_module(self, mod, ctx)
+        self._last_run = (mod, out)
+        return out
+    return transform
+
+
+def _untuned(graph, kernels) -> list:
+    """The anchors of ``graph``'s kernels ``kernels`` has no tuned record of, built as builds
+    take it (in the database's layout); the last graph's kept for the next guard."""
+    from ..kernels.cover import untuned_anchors  # noqa: PLC0415
+    from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
+    from .blocked_layout import in_layout  # noqa: PLC0415
+
+    if _last_lookup and _last_lookup[0][0].same_as(graph) and _last_lookup[0][1] is kernels:
+        return _last_lookup[0][2]
+    anchors = untuned_anchors(apply_kernels(in_layout(graph, kernels), kernels))
+    _last_lookup[:] = [(graph, kernels, anchors)]
+    return anchors
 
 
 def kept_for_kernels(rewrite, mod, rewritten, kernels, cover: int, what: str, skipped: str):
@@ -36,17 +72,11 @@ def kept_for_kernels(rewrite, mod, rewritten, kernels, cover: int, what: str, sk
     what, skipped : str
         For the warning: the kernels' description and what not applying the rewrite means.
     """
-    from ..kernels.cover import untuned_anchors  # noqa: PLC0415
-    from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
-    from .blocked_layout import in_layout  # noqa: PLC0415
-
     if kernels is None or cover > 0:
         return rewrite
-
-    def untuned(graph):  # (in the layout the database was tuned in, as builds take it)
-        return untuned_anchors(apply_kernels(in_layout(graph, kernels), kernels))
-    missing = untuned(rewritten)
-    if len(missing) > len(untuned(mod)):
+    before = len(_untuned(mod, kernels))
+    missing = _untuned(rewritten, kernels)  # (last: the next rewrite's guard starts there)
+    if len(missing) > before:
         logger.warning("kernel database %s lacks tuned kernels for %s (%s, ...): %s "
                        "(`tvm-ios tune-kernels` tunes them; `--cover N` tunes them at build "
                        "time)", kernels.path, what, ", ".join(missing[:3]), skipped)

@@ -26,6 +26,7 @@ import logging
 from tvm import relax
 
 from .. import _tvm
+from .kernel_guard import kept_for_kernels, replays_last_run
 
 __all__ = ["TrimDeadTaps", "live_taps", "trim_for_kernels"]
 
@@ -133,6 +134,7 @@ class TrimDeadTaps:
         self.fold, self.bound_only = fold, bound_only
         self.trimmed: list[str] = []  # weight shape -> live taps, of the last run
 
+    @replays_last_run
     def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
         out, self.trimmed = _trim_module(mod, self.bound_only)
         if not self.trimmed:
@@ -154,8 +156,6 @@ def trim_for_kernels(mod, kernels=None, cover: int = 0):
     untrimmed one's: a database tuned before the trimmed convolutions existed (another CPU's,
     committed) would leave them untuned, slower than the untrimmed tuned ones; a warning
     says so."""
-    from .kernel_guard import kept_for_kernels  # noqa: PLC0415
-
     trim = TrimDeadTaps()
     trimmed = trim(mod)
     if not trim.trimmed:
