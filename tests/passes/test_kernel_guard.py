@@ -1,8 +1,11 @@
 """The kernel guard of the rewrites: each graph rewritten and looked up once."""
+import gc
+
 import tvm
 
 from tvm_ios.kernels import tuned_build
 from tvm_ios.kernels.kernel_db import KernelDB, host_target
+from tvm_ios.passes import kernel_guard
 from tvm_ios.passes.dedup_ops import DedupOps, dedup_for_kernels
 from tvm_ios.passes.trim_dead_taps import TrimDeadTaps, trim_for_kernels
 from tvm_ios.testing import dead_taps_model, repeated_calls_model
@@ -35,3 +38,6 @@ def test_the_pipeline_steps_look_each_graph_up_once(tmp_path, monkeypatch):
     assert isinstance(dedup, DedupOps) and isinstance(trim, TrimDeadTaps)
     assert trim(deduped).same_as(trim(deduped))
     assert len(looked_up) == 3  # the original, the deduplicated, the trimmed graph
+    del dedup, trim, deduped, looked_up
+    gc.collect()
+    assert kernel_guard._last_lookup[0][0]() is None  # the cache keeps no graph alive

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import weakref
 
 __all__ = ["kept_for_kernels", "replays_last_run"]
 
 logger = logging.getLogger(__name__)
 
-_last_lookup: list = []  # [(graph, kernels, untuned anchors)]: the last graph looked up
+_last_lookup: list = []  # [(graph, kernels, untuned anchors)]: the last graph looked up (its
+# graph and database weakly held: the cache keeps no model alive)
 
 
 def replays_last_run(transform_module):
@@ -47,10 +49,11 @@ def _untuned(graph, kernels) -> list:
     from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
     from .blocked_layout import in_layout  # noqa: PLC0415
 
-    if _last_lookup and _last_lookup[0][0].same_as(graph) and _last_lookup[0][1] is kernels:
-        return _last_lookup[0][2]
+    last = _last_lookup[0] if _last_lookup else None
+    if last and last[0]() is not None and last[0]().same_as(graph) and last[1]() is kernels:
+        return last[2]
     anchors = untuned_anchors(apply_kernels(in_layout(graph, kernels), kernels))
-    _last_lookup[:] = [(graph, kernels, anchors)]
+    _last_lookup[:] = [(weakref.ref(graph), weakref.ref(kernels), anchors)]
     return anchors
 
 
