@@ -70,13 +70,18 @@ def test_reduced_mobilenet_v2_matches():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["resnet50", "mobilenet_v2"])
-def test_full_size_models_match(model):
+@pytest.mark.parametrize("model, below_original", [("resnet50", False),
+                                                   ("mobilenet_v2", True)])
+def test_full_size_models_match(model, below_original):
     mod, params = models.get(model, batch_size=1, image_size=224)
     rewrite = GraphTurboRProgramPass("cpu", num_veus=2)
     _, record = _check(mod, params, rewrite, tol=1e-4)
-    traffic = record["rprogram"]["traffic"]
-    assert traffic["rtasks"]["bytes"] < traffic["original"]["bytes"]
+    traffic = {k: v["bytes"] for k, v in record["rprogram"]["traffic"].items()}
+    assert traffic["rtasks"] < traffic["instances"]  # the kept tensors cost nothing
+    # ResNet-50's split instances re-read their inputs' halos and overlaps: more than the
+    # original moves (254 MB against 202, the README's table); MobileNet-v2's kept
+    # instance outputs cut it to a third
+    assert (traffic["rtasks"] < traffic["original"]) == below_original
 
 
 def test_needs_instances_split_inline():
