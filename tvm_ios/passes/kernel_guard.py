@@ -24,8 +24,8 @@ __all__ = ["kept_for_kernels", "replays_last_run"]
 
 logger = logging.getLogger(__name__)
 
-_last_lookup: list = []  # [(graph, kernels, untuned anchors)]: the last graph looked up (its
-# graph and database weakly held: the cache keeps no model alive)
+_last_lookup: list = []  # [(graph, kernels, their files' state, untuned anchors)]: the last
+# graph looked up (graph and database weakly held: the cache keeps no model alive)
 
 
 def replays_last_run(transform_module):
@@ -49,12 +49,21 @@ def _untuned(graph, kernels) -> list:
     from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
     from .blocked_layout import in_layout  # noqa: PLC0415
 
+    state = _files_state(kernels)
     last = _last_lookup[0] if _last_lookup else None
-    if last and last[0]() is not None and last[0]().same_as(graph) and last[1]() is kernels:
-        return last[2]
+    cached = last[0]() if last else None
+    if cached is not None and cached.same_as(graph) and last[1]() is kernels \
+            and last[2] == state:
+        return last[3]
     anchors = untuned_anchors(apply_kernels(in_layout(graph, kernels), kernels))
-    _last_lookup[:] = [(weakref.ref(graph), weakref.ref(kernels), anchors)]
+    _last_lookup[:] = [(weakref.ref(graph), weakref.ref(kernels), state, anchors)]
     return anchors
+
+
+def _files_state(kernels) -> tuple:
+    """Size and time of each file of ``kernels``: records tuned since a lookup change it."""
+    return tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns)
+                        for p in kernels.path.glob("*/*") if p.is_file()))
 
 
 def kept_for_kernels(rewrite, mod, rewritten, kernels, cover: int, what: str, skipped: str):
