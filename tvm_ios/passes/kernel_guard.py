@@ -62,8 +62,8 @@ def _untuned(graph, kernels) -> list:
 
 def _files_state(kernels) -> tuple:
     """Size and time of each file of ``kernels``: records tuned since a lookup change it."""
-    return tuple(sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns)
-                        for p in kernels.path.glob("*/*") if p.is_file()))
+    stats = ((str(p), p.stat()) for p in kernels.path.glob("*/*") if p.is_file())
+    return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats))
 
 
 def kept_for_kernels(rewrite, mod, rewritten, kernels, cover: int, what: str, skipped: str):
