@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import stat
 import weakref
 
 __all__ = ["kept_for_kernels", "replays_last_run"]
@@ -62,8 +63,9 @@ def _untuned(graph, kernels) -> list:
 
 def _files_state(kernels) -> tuple:
     """Size and time of each file of ``kernels``: records tuned since a lookup change it."""
-    stats = ((str(p), p.stat()) for p in kernels.path.glob("*/*") if p.is_file())
-    return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats))
+    stats = ((str(p), p.stat()) for p in kernels.path.glob("*/*"))  # one stat per entry
+    return tuple(sorted((name, st.st_size, st.st_mtime_ns) for name, st in stats
+                        if stat.S_ISREG(st.st_mode)))
 
 
 def kept_for_kernels(rewrite, mod, rewritten, kernels, cover: int, what: str, skipped: str):
