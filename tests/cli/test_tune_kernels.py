@@ -110,3 +110,12 @@ def test_layout_is_kept_in_the_database_and_a_bad_one_is_refused(tmp_path, capsy
         assert "tuned in layout NCHW16c, not NCHW8c" in str(err)
     else:
         raise AssertionError("a database with records took another layout")
+
+
+def test_a_kernel_pattern_that_matches_none_is_an_error_naming_the_kernels(tmp_path, capsys):
+    code = main(["tune-kernels", "--model", "squeezenet", "--image-size", "32", "--db",
+                 str(tmp_path / "db"), "--variants", "parallel", "--sequential-only",
+                 "--kernel", "nothing_*", "--trials", "1"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "no kernel matches nothing_*" in err and "fused_conv2d" in err

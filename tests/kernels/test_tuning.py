@@ -16,7 +16,7 @@ from tvm_ios.kernels.regions import augment
 from tvm_ios.kernels.tuned_build import TUNED_ATTR, apply_kernels, tuned_functions
 from tvm_ios.kernels import tuning
 from tvm_ios.kernels.tuning import tune_kernels
-from tvm_ios.kernels.tuning_tasks import kernel_tasks, untuned_tasks
+from tvm_ios.kernels.tuning_tasks import kernel_tasks, task_records, untuned_tasks
 from tvm_ios.passes._rprogram_backends import CPUBackend
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.runtime.compare import random_inputs, run
@@ -72,6 +72,26 @@ def test_a_task_without_a_record_is_tuned_even_past_the_trial_budget(tmp_path):
                          min_repeat_ms=1)
     assert untuned_tasks(tasks, kernels, "parallel") == []
     assert again[0].trials >= 2 and again[0].records > 2  # past the budget of 2
+
+
+def test_kernel_patterns_tune_those_kernels_only_and_count_their_records(tmp_path):
+    two = dag_model(seed=0, num_ops=2, channels=8, size=8, p=0.0)[0]  # two conv kernels
+    kernels = KernelDB(tmp_path, host_target(), create=True)
+    tasks = kernel_tasks(two, kernels, "parallel")
+    chosen = [t for t in tasks if t.task_name.startswith("fused_conv2d1_")]
+    assert len(tasks) == 2 and len(chosen) == 1
+    report, = tune_kernels(two, kernels, variants=("parallel",), trials=2, cover=0,
+                           only=["fused_conv2d1_*"], min_repeat_ms=1)
+    assert [t.task_name for t in untuned_tasks(tasks, kernels, "parallel")] == \
+        [t.task_name for t in tasks if t not in chosen]  # the other kernel: no record
+    assert report.tasks == 1 and report.records == task_records(chosen, kernels, "parallel")
+    assert report.records >= 2 and kernels.meta["tuning"][-1]["kernels"] == ["fused_conv2d1_*"]
+    # the chosen kernel holds its trials already: nothing is measured again
+    again, = tune_kernels(two, kernels, variants=("parallel",), trials=2, cover=0,
+                          only=["fused_conv2d1_*"])
+    assert again.trials == 0
+    with pytest.raises(ValueError, match="no kernel matches nothing_*.*fused_conv2d1_add_relu"):
+        tune_kernels(two, kernels, variants=("parallel",), trials=2, only=["nothing_*"])
 
 
 def test_database_changes_the_sequential_kernels(model, tuned):

@@ -3,6 +3,8 @@
     tvm-ios tune-kernels --model inception_v3 --image-size 75 --trials 600
     tvm-ios tune-kernels --model squeezenet --db DIR --rpc-tracker 127.0.0.1:9190 --rpc-key k
     tvm-ios tune-kernels --model inception_v3 --image-size 75 --retime 8 --from OTHER_CPU_DB
+    tvm-ios tune-kernels --model resnext29 --image-size 32 --variants packed \
+        --kernel 'fused_conv2d7_*' 'fused_conv2d11_*' --trials 256
 
 The database (TVM's JSON format, append-only; a rerun resumes up to ``--trials`` per
 variant) defaults to ``benchmarks/kernels/<target name>/<model>-<size>/`` of the checkout,
@@ -45,6 +47,11 @@ def add_parser(subparsers) -> None:
                              "kernels the CPU vDevice inlines into vEUs; packed and "
                              "serial-packed: those two with their weights repacked at "
                              "compile time, each used where faster (default all)")
+    parser.add_argument("--kernel", dest="only", nargs="+", metavar="PATTERN", default=(),
+                        help="tune only the kernels whose name matches one of these "
+                             "shell-style patterns ('fused_conv2d7_*': meta_schedule's task "
+                             "names, as the tuning log and the CPU bench's profile print "
+                             "them); --trials then counts their records only")
     parser.add_argument("--all-ops", action="store_true",
                         help="tune every kernel, not only those with a convolution or matmul")
     parser.add_argument("--rpc-tracker", metavar="HOST:PORT", help="time on RPC servers")
@@ -189,7 +196,8 @@ def run(args) -> int:
             also += scheduled_builds(ios_mod, kernels) + op_stages(ios_mod, kernels.target)
         reports = tune_kernels(ios_mod, kernels, args.variants, args.trials, rpc, _Bar(),
                                seed=args.seed, anchors_only=not args.all_ops,
-                               cover=args.cover, also=also, timeout_s=args.timeout,
+                               cover=args.cover, also=also, only=args.only,
+                               timeout_s=args.timeout,
                                cold=_cold(args, params))
     except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
@@ -197,7 +205,8 @@ def run(args) -> int:
     kernels.pack()  # the .gz copies are what a checkout carries
     for r in reports:
         print(f"{name} {r.variant}: {r.tasks} tasks, {r.trials} trials measured now, "
-              f"{r.records} records in {path}, {r.wall_s:.0f}s")
+              f"{r.records} records{' of those kernels' if args.only else ''} in {path}, "
+              f"{r.wall_s:.0f}s")
     write_json(args.json, {"db": str(path), "target": kernels.name,
                            "reports": [vars(r) for r in reports]})
     return 0

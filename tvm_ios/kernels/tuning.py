@@ -46,7 +46,7 @@ from ..runtime.rpc import alloc_rpc, check_tracker
 from .db_records import COLD, WARM, preferred
 from .kernel_db import VARIANTS, KernelDB
 from .prepack import PLAIN
-from .tuning_tasks import kernel_tasks, untuned_tasks
+from .tuning_tasks import chosen_tasks, kernel_tasks, task_records, untuned_tasks
 
 __all__ = ["InProcessBuilder", "TuneProgress", "tune_kernels", "TuneReport",
            "evaluator_config", "cache_state", "resolved", "timing_for", "last_level_cache"]
@@ -148,7 +148,7 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
                  trials: int = 500,
                  rpc: tuple | None = None, progress: Callable | None = None,
                  seed: int = 0, anchors_only: bool = True, cover: int = 8,
-                 also=(), **settings) -> list[TuneReport]:
+                 also=(), only=(), **settings) -> list[TuneReport]:
     """Tune ``mod``'s kernels into ``kernels`` until each variant holds ``trials`` records.
 
     Parameters
@@ -173,6 +173,9 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
     also : sequence of IRModule
         The scheduled builds' modules (:func:`kernel_tasks`): their kernels that the
         sequential build does not call are tuned as well.
+    only : sequence of str
+        Tune only the kernels whose task name matches one of these shell-style patterns
+        (:func:`~.tuning_tasks.chosen_tasks`); ``trials`` then counts their records only.
     """
     reports, runners = [], {}
 
@@ -184,8 +187,12 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
     for variant in variants:
         variant_settings = resolved(settings, kernels, variant)
         state = cache_state(variant_settings)
-        tasks = kernel_tasks(mod, kernels, variant, anchors_only, also)
-        before = kernels.num_records(variant)
+        tasks = chosen_tasks(kernel_tasks(mod, kernels, variant, anchors_only, also), only)
+
+        def records():
+            return task_records(tasks, kernels, variant) if only else \
+                kernels.num_records(variant)
+        before = records()
         todo = max(0, trials - before)
         missing = untuned_tasks(tasks, kernels, variant) if cover > 0 else []
         start = time.perf_counter()
@@ -196,17 +203,18 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
             runner = runner_for(state, variant_settings)
             _tune_variant(missing, kernels, variant, len(missing) * cover, runner, progress,
                           seed, per_iter=cover)
-            todo = max(0, trials - kernels.num_records(variant))
+            todo = max(0, trials - records())
         if tasks and todo:
             runner = runner_for(state, variant_settings)
             _tune_variant(tasks, kernels, variant, todo, runner, progress, seed)
         wall = time.perf_counter() - start
-        after = kernels.num_records(variant)
+        after = records()
         reports.append(TuneReport(variant, len(tasks), after - before, after, wall))
         kernels.meta.setdefault("tuning", []).append(
             {"variant": variant, "tasks": len(tasks), "trials": after - before,
              "records": after, "wall_s": round(wall, 1), "rpc": bool(rpc),
-             "cache": state, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+             "cache": state, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             **({"kernels": list(only)} if only else {})})
         kernels.save_meta()
     return reports
 

@@ -12,6 +12,7 @@ The packed variants mark the weights layout-free (:func:`~.prepack.mark_layout_f
 """
 from __future__ import annotations
 
+import fnmatch
 import logging
 
 import tvm
@@ -24,7 +25,7 @@ from .regions import augment
 from .tuned_build import fuse_for_tuning
 from .tvm_kernels import UnsupportedKernel, lower_bindings
 
-__all__ = ["ANCHORS", "kernel_tasks", "untuned_tasks"]
+__all__ = ["ANCHORS", "kernel_tasks", "untuned_tasks", "chosen_tasks", "task_records"]
 
 logger = logging.getLogger(__name__)
 ms = _tvm.ms
@@ -112,3 +113,28 @@ def untuned_tasks(tasks, kernels: KernelDB, variant: str) -> list:
     db, target = kernels.database(variant, writable=True), kernels.target_for(variant)
     return [t for t in tasks
             if db.query_tuning_record(t.dispatched[0], target, t.task_name) is None]
+
+
+def chosen_tasks(tasks, patterns=()) -> list:
+    """The tasks whose name matches one of the shell-style ``patterns`` (``fused_conv2d7_*``;
+    all of them where none is given). A pattern list that matches none is an error naming
+    the tasks there are."""
+    if not patterns:
+        return list(tasks)
+    out = [t for t in tasks if any(fnmatch.fnmatchcase(t.task_name, p) for p in patterns)]
+    if not out:
+        raise ValueError(f"no kernel matches {' '.join(patterns)}; the kernels are: "
+                         + " ".join(sorted(t.task_name for t in tasks)))
+    return out
+
+
+def task_records(tasks, kernels: KernelDB, variant: str) -> int:
+    """The measured records the variant's database holds for ``tasks``' workloads."""
+    if not kernels.has(variant):
+        return 0
+    db, count = kernels.database(variant, writable=True), 0
+    for task in tasks:
+        func = task.dispatched[0]
+        if db.has_workload(func):
+            count += len(db.get_top_k(db.commit_workload(func), 1 << 30))
+    return count
