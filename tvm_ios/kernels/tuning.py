@@ -188,11 +188,8 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         variant_settings = resolved(settings, kernels, variant)
         state = cache_state(variant_settings)
         tasks = chosen_tasks(kernel_tasks(mod, kernels, variant, anchors_only, also), only)
-
-        def records():
-            return task_records(tasks, kernels, variant) if only else \
-                kernels.num_records(variant)
-        before = records()
+        counted = tasks if only else None  # (--kernel: the chosen kernels' records only)
+        before = _records(kernels, variant, counted)
         todo = max(0, trials - before)
         missing = untuned_tasks(tasks, kernels, variant) if cover > 0 else []
         start = time.perf_counter()
@@ -203,12 +200,12 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
             runner = runner_for(state, variant_settings)
             _tune_variant(missing, kernels, variant, len(missing) * cover, runner, progress,
                           seed, per_iter=cover)
-            todo = max(0, trials - records())
+            todo = max(0, trials - _records(kernels, variant, counted))
         if tasks and todo:
             runner = runner_for(state, variant_settings)
             _tune_variant(tasks, kernels, variant, todo, runner, progress, seed)
         wall = time.perf_counter() - start
-        after = records()
+        after = _records(kernels, variant, counted)
         reports.append(TuneReport(variant, len(tasks), after - before, after, wall))
         kernels.meta.setdefault("tuning", []).append(
             {"variant": variant, "tasks": len(tasks), "trials": after - before,
@@ -217,6 +214,12 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
              **({"kernels": list(only)} if only else {})})
         kernels.save_meta()
     return reports
+
+
+def _records(kernels: KernelDB, variant: str, tasks=None) -> int:
+    """The variant's records: all of them, or those of ``tasks`` only."""
+    return kernels.num_records(variant) if tasks is None else \
+        task_records(tasks, kernels, variant)
 
 
 def cache_state(settings) -> str:
