@@ -2,8 +2,8 @@
 them, per workload, on hand-written histories and record lines."""
 import json
 
-from tvm_ios.kernels.db_records import (COLD, WARM, line_timings, mixed, preferred,
-                                        ranked_lines)
+from tvm_ios.kernels.db_records import (COLD, WARM, best_lines, line_timings, mixed,
+                                        preferred, ranked_lines)
 
 HISTORY = [
     {"variant": "parallel", "records": 3},  # before cold timing: no "cache", warm
@@ -12,8 +12,14 @@ HISTORY = [
 ]
 
 
-def _line(workload: int, secs: float) -> str:
-    return json.dumps([workload, [[], [secs], {"kind": "llvm"}, []]])
+def _line(workload: int, secs: float, trace=()) -> str:
+    return json.dumps([workload, [list(trace), [secs], {"kind": "llvm"}, []]])
+
+
+def _traced(workload: int, *secs: float) -> str:
+    """A record line with a trace (one instruction) and these run times."""
+    return json.dumps([workload, [[[["GetSBlock", [], [], []]], []], list(secs),
+                                  {"kind": "llvm"}, []]])
 
 
 def test_each_line_is_timed_as_the_run_that_appended_it():
@@ -38,3 +44,14 @@ def test_a_workload_keeps_its_records_of_that_timing_or_else_all():
     assert ranked_lines(lines, timings, COLD) == [lines[1], lines[2], lines[3], lines[4]]
     assert ranked_lines(lines, timings, WARM) == [lines[0], lines[1], lines[4]]
     assert ranked_lines(lines, [COLD] * 5, COLD) is None  # nothing left out
+
+
+def test_a_read_copy_keeps_each_workloads_best_records_as_meta_schedule_ranks_them():
+    lines = [_traced(0, 3e-6), _traced(1, 2e-6), _traced(0, 1e-6, 3e-6), _traced(0, 2e-6),
+             _traced(1, 1e10), _line(1, 1e-7), _traced(0, 2e-6)]
+    # workload 0: means 3, 2, 2, 2 us: the 2 us of line 2 first, then the earlier of equals;
+    # workload 1: a failed run (1e10) and an empty trace never rank
+    assert best_lines(lines, 1) == [lines[1], lines[2]]
+    assert best_lines(lines, 2) == [lines[1], lines[2], lines[3]]
+    assert best_lines(lines, 9) == [lines[0], lines[1], lines[2], lines[3], lines[6]]
+    assert best_lines(lines[:2], 1) is None  # nothing left out

@@ -184,3 +184,23 @@ def test_records_rank_within_the_timing_of_the_latest_run(tmp_path):
     assert KernelDB(tmp_path).best_us("parallel", AddOne["main"]) == pytest.approx(1.0)
 
 
+
+
+def test_a_read_database_holds_each_kernels_best_records_only(tmp_path):
+    """Builds read each kernel's best record (meta_schedule replays every record it loads):
+    the read database holds that one, the same the full one ranks first; ``keep`` more."""
+    kernels = KernelDB(tmp_path, host_target(2), create=True)
+    for split, secs in ((4, 3e-6), (8, 1e-6), (None, 2e-6)):
+        _commit(kernels, _trace(split), secs)
+    _commit(kernels, _trace(), 5e-6, func=AddTwo["main"])
+    fresh = KernelDB(tmp_path)
+    read = fresh.database("parallel")
+    assert len(read.get_all_tuning_records()) == 2
+    best = read.query_schedule(_tvm.ms_workload(AddOne["main"]), fresh.target, "main")
+    full = fresh.database("parallel", writable=True)
+    assert str(best.trace) == str(full.query_schedule(
+        _tvm.ms_workload(AddOne["main"]), fresh.target, "main").trace)
+    assert "8" in str(best.trace) and fresh.best_us("parallel", AddOne["main"]) == \
+        pytest.approx(1.0)
+    assert len(fresh.database("parallel", keep=2).get_all_tuning_records()) == 3
+    assert len(full.get_all_tuning_records()) == 4

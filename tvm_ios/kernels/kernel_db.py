@@ -176,33 +176,34 @@ class KernelDB:
         path = self.path / variant / FILES[1]
         return path.is_file() and path.stat().st_size > 0
 
-    def database(self, variant: str, writable: bool = False):
+    def database(self, variant: str, writable: bool = False, keep: int = 1):
         """The meta_schedule ``JSONDatabase`` of a variant (:mod:`~.db_records`).
 
         Read (what builds and record times use), corrupt lines are skipped, each named in a
         warning, and only the records that rank are read: where a workload has records
         timed as the variant's latest run timed them (cold or warm), its others are left
-        out. ``writable`` (tuning appends to the files) holds every record; corrupt lines
-        are moved to ``<file>.corrupt`` first. A read after records were appended gives a
+        out, and of those only each workload's ``keep`` best (a build asks for the best).
+        ``writable`` (tuning appends to the files) holds every record; corrupt lines are
+        moved to ``<file>.corrupt`` first. A read after records were appended gives a
         database holding them.
         """
         if variant not in VARIANTS:
             raise ValueError(f"kernel variant must be one of {VARIANTS}, got {variant!r}")
         self.unpack(variant)
         if writable:
-            if (variant, True) not in self._dbs:
-                self._dbs[(variant, True)] = self._open(variant, True)
-            return self._dbs[(variant, True)]
+            if (variant, "writable") not in self._dbs:
+                self._dbs[(variant, "writable")] = self._open(variant, True)
+            return self._dbs[(variant, "writable")]
         records = self.path / variant / FILES[1]
         stamp = records.stat().st_size if records.is_file() else -1  # (grows as appended)
-        cached = self._dbs.get((variant, False))
+        cached = self._dbs.get((variant, keep))
         if cached is None or cached[0] != stamp:
-            self._dbs[(variant, False)] = (stamp, self._open(variant, False))
-        return self._dbs[(variant, False)][1]
+            self._dbs[(variant, keep)] = (stamp, self._open(variant, False, keep))
+        return self._dbs[(variant, keep)][1]
 
-    def _open(self, variant: str, writable: bool):
+    def _open(self, variant: str, writable: bool, keep: int | None = None):
         ranked = None if writable else (self.meta.get("tuning", []), variant)
-        return db_records.open_records(self.path / variant, writable, ranked, self._tmp)
+        return db_records.open_records(self.path / variant, writable, ranked, self._tmp, keep)
 
     @property
     def fingerprint(self) -> str:

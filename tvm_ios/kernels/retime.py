@@ -104,7 +104,7 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
     settings = resolved(settings, kernels, variant)
     before = _best_traces(kernels, variant) if kernels.has(variant) else {}
     db = kernels.database(variant, writable=True)
-    origin = source.database(variant) if source is not None else db
+    origin = source.database(variant, keep=top_k) if source is not None else db
     runner = _runner(rpc, settings, _cores(kernels))
     builder, workloads = InProcessBuilder(), _workloads(origin)
     start, timed, failed = time.perf_counter(), 0, 0
