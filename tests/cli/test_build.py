@@ -47,6 +47,13 @@ def test_build_ios_and_another_engine_contradict(tmp_path):
               "--engine", "rprogram", "-o", str(tmp_path)])
 
 
+def test_kernels_for_a_gpu_target_is_bad_input(tmp_path, capsys):
+    """CPU kernel databases cannot apply to a CUDA build: an error, not a silent untuned one."""
+    assert main(["build", "--model", "squeezenet", "--target", "nvidia/nvidia-h100",
+                 "--kernels", "auto", "-o", str(tmp_path)]) == 2
+    assert "nvidia/nvidia-h100 is not llvm" in capsys.readouterr().err
+
+
 def test_build_rprogram_with_kernels_for_another_cpu_builds_untuned(tmp_path, capsys, caplog):
     """--kernels with a database for a CPU whose code cannot run here: warned naming both,
     built untuned."""

@@ -60,6 +60,9 @@ def build(args) -> int:
     from ..bench.artifact import build_artifact  # noqa: PLC0415
 
     variant = _variant(args)
+    if args.kernels not in (None, "none") and "llvm" not in str(args.target):
+        raise ValueError(f"--kernels {args.kernels}: kernel databases hold CPU (llvm) kernels, "
+                         f"the target {args.target} is not llvm (leave --kernels out)")
     mod, params, name = load_model(args)
     net = _zoo_net(args, name)
     ios_options = None
