@@ -11,6 +11,7 @@ import tvm
 
 from tvm_ios.graph.extract import extract
 from tvm_ios.cli.tune_kernels import VARIANTS as cli_variants
+from tvm_ios.kernels.db_records import WARM, line_timings
 from tvm_ios.kernels.kernel_db import VARIANTS, KernelDB, host_target
 from tvm_ios.kernels.regions import augment
 from tvm_ios.kernels.tuned_build import TUNED_ATTR, apply_kernels, tuned_functions
@@ -90,6 +91,15 @@ def test_kernel_patterns_tune_those_kernels_only_and_count_their_records(tmp_pat
     again, = tune_kernels(two, kernels, variants=("parallel",), trials=2, cover=0,
                           only=["fused_conv2d1_*"])
     assert again.trials == 0
+    # the other kernel, timed warm: the run's entry counts the file's lines (each line ranks
+    # by the timing of the run that appended it), its kernels' records beside them
+    other, = tune_kernels(two, kernels, variants=("parallel",), trials=2, cover=0,
+                          only=["fused_conv2d_add*"], cold=False, min_repeat_ms=1)
+    entry = kernels.meta["tuning"][-1]
+    assert entry["kernel_records"] == other.records < entry["records"]
+    assert entry["records"] == kernels.num_records("parallel")
+    timings = line_timings(kernels.meta["tuning"], "parallel", entry["records"])
+    assert other.trials >= 1 and timings[-other.trials:] == [WARM] * other.trials
     with pytest.raises(ValueError, match="no kernel matches nothing_*.*fused_conv2d1_add_relu"):
         tune_kernels(two, kernels, variants=("parallel",), trials=2, only=["nothing_*"])
 

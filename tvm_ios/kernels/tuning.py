@@ -207,11 +207,12 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         wall = time.perf_counter() - start
         after = _records(kernels, variant, counted)
         reports.append(TuneReport(variant, len(tasks), after - before, after, wall))
-        kernels.meta.setdefault("tuning", []).append(
-            {"variant": variant, "tasks": len(tasks), "trials": after - before,
-             "records": after, "wall_s": round(wall, 1), "rpc": bool(rpc),
-             "cache": state, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-             **({"kernels": list(only)} if only else {})})
+        kernels.meta.setdefault("tuning", []).append(  # ("records": the file's lines, which
+            {"variant": variant, "tasks": len(tasks), "trials": after - before,  # rank by it)
+             "records": kernels.num_records(variant), "wall_s": round(wall, 1),
+             "rpc": bool(rpc), "cache": state,
+             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             **({"kernels": list(only), "kernel_records": after} if only else {})})
         kernels.save_meta()
     return reports
 
