@@ -184,8 +184,6 @@ def test_records_rank_within_the_timing_of_the_latest_run(tmp_path):
     assert KernelDB(tmp_path).best_us("parallel", AddOne["main"]) == pytest.approx(1.0)
 
 
-
-
 def test_a_read_database_holds_each_kernels_best_records_only(tmp_path):
     """Builds read each kernel's best record (meta_schedule replays every record it loads):
     the read database holds that one, the same the full one ranks first; ``keep`` more."""

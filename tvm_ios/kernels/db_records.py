@@ -39,8 +39,8 @@ from pathlib import Path
 
 from .. import _tvm
 
-__all__ = ["COLD", "WARM", "FILES", "best_lines", "clean_lines", "line_timings", "mixed", "open_records",
-           "preferred", "ranked_lines"]
+__all__ = ["COLD", "WARM", "FILES", "best_lines", "clean_lines", "line_timings", "mixed",
+           "open_records", "preferred", "ranked_lines"]
 
 logger = logging.getLogger(__name__)
 

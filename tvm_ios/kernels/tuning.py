@@ -207,8 +207,9 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         wall = time.perf_counter() - start
         after = _records(kernels, variant, counted)
         reports.append(TuneReport(variant, len(tasks), after - before, after, wall))
-        kernels.meta.setdefault("tuning", []).append(  # ("records": the file's lines, which
-            {"variant": variant, "tasks": len(tasks), "trials": after - before,  # rank by it)
+        # "records": the file's lines after the run, which rank by its timing (line_timings)
+        kernels.meta.setdefault("tuning", []).append(
+            {"variant": variant, "tasks": len(tasks), "trials": after - before,
              "records": kernels.num_records(variant), "wall_s": round(wall, 1),
              "rpc": bool(rpc), "cache": state,
              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
