@@ -208,9 +208,10 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         after = _records(kernels, variant, counted)
         reports.append(TuneReport(variant, len(tasks), after - before, after, wall))
         # "records": the file's lines after the run, which rank by its timing (line_timings)
+        lines = after if counted is None else kernels.num_records(variant)
         kernels.meta.setdefault("tuning", []).append(
             {"variant": variant, "tasks": len(tasks), "trials": after - before,
-             "records": kernels.num_records(variant), "wall_s": round(wall, 1),
+             "records": lines, "wall_s": round(wall, 1),
              "rpc": bool(rpc), "cache": state,
              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
              **({"kernels": list(only), "kernel_records": after} if only else {})})
