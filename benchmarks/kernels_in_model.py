@@ -16,7 +16,6 @@ prints the sums and the kernels that lose the most inside the model.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from tvm_ios import _tvm, models
 from tvm_ios.bench.cpu_builds import build_ios_sequential
 from tvm_ios.bench.cpu_profile import kernel_profile
 from tvm_ios.bench.in_situ import in_situ_profile
-from tvm_ios.bench.provenance import provenance, write_results
+from tvm_ios.bench.provenance import provenance, write_model_rows
 from tvm_ios.kernels.kernel_db import default_kernels_dir, open_kernels
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kernels_in_model.json"
@@ -92,14 +91,10 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     started = provenance()
-    results = {"load_before": os.getloadavg(), "models": []}
-    for spec in args.models:
-        row = measure(spec, args.threads, args.rounds, args.top)
-        for line in _lines(row):
-            print(line, flush=True)
-        results["models"].append(row)
-    results["load_after"] = os.getloadavg()
-    print(f"wrote {write_results(args.out, results, started)}")
+    path = write_model_rows(args.out, args.models,
+                            lambda spec: measure(spec, args.threads, args.rounds, args.top),
+                            lambda row: print("\n".join(_lines(row)), flush=True), started)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ the stages' kernels in turn in situ against the judged sequential time, and the 
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import numpy as np
 from tvm_ios import _tvm, models
 from tvm_ios.bench.cpu_builds import build_tuned, rprogram_plan
 from tvm_ios.bench.in_situ import compare_in_situ, rprogram_gain
-from tvm_ios.bench.provenance import provenance, write_results
+from tvm_ios.bench.provenance import provenance, write_model_rows
 from tvm_ios.cost.model_judge import keep_only, ranked_stages
 from tvm_ios.graph.extract import extract
 from tvm_ios.kernels.kernel_db import default_kernels_dir, open_kernels
@@ -103,13 +102,10 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     started = provenance()
-    results = {"load_before": os.getloadavg(), "models": []}
-    for spec in args.models:
-        row = measure(spec, args.threads, args.rounds, args.cover)
-        print(_line(row), flush=True)
-        results["models"].append(row)
-    results["load_after"] = os.getloadavg()
-    print(f"wrote {write_results(args.out, results, started)}")
+    path = write_model_rows(args.out, args.models,
+                            lambda spec: measure(spec, args.threads, args.rounds, args.cover),
+                            lambda row: print(_line(row), flush=True), started)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ import subprocess
 import pytest
 
 from tvm_ios.bench.provenance import (REPO_ROOT, REQUIRED, REQUIRED_VERSIONS,
-                                      check_results_file, provenance, write_results)
+                                      check_results_file, provenance, write_model_rows,
+                                      write_results)
 
 RESULTS = sorted((REPO_ROOT / "benchmarks" / "results").glob("*"))
 #: Data files of the tests that a script measured (same format, same check).
@@ -38,6 +39,17 @@ def test_written_file_passes_and_records_this_checkout(tmp_path):
     assert record["commit"] == head and isinstance(record["dirty"], bool)
     assert record["command"] == "python benchmarks/tune_cost.py --models squeezenet -r 2"
     assert record["cpu"] and record["cores"] >= 1 and record["date"] <= record["finished"]
+
+
+def test_model_rows_are_measured_reported_and_written_in_order(tmp_path):
+    reported = []
+    path = write_model_rows(tmp_path / "r.json", ["a:1", "b:2"],
+                            lambda spec: {"model": spec.split(":")[0], "ms": len(spec)},
+                            reported.append, provenance(["benchmarks/kernels_in_model.py"]))
+    assert check_results_file(path) == []
+    results = json.loads(path.read_text())["results"]
+    assert results["models"] == reported == [{"model": "a", "ms": 3}, {"model": "b", "ms": 3}]
+    assert len(results["load_before"]) == len(results["load_after"]) == 3
 
 
 def _write(tmp_path, argv=("benchmarks/tune_cost.py",)):

@@ -24,8 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["provenance", "write_results", "check_results_file", "results_digest", "REQUIRED",
-           "REQUIRED_VERSIONS", "REPO_ROOT"]
+__all__ = ["provenance", "write_results", "write_model_rows", "check_results_file",
+           "results_digest", "REQUIRED", "REQUIRED_VERSIONS", "REPO_ROOT"]
 
 #: The repository checkout this module lives in (``benchmarks/`` and ``.git`` are there).
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -157,6 +157,23 @@ def write_results(path: str | Path, results, started: dict | None = None,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"provenance": record, "results": results}, indent=indent) + "\n")
     return path
+
+
+def write_model_rows(path: str | Path, specs, measure, report, started: dict | None = None
+                     ) -> Path:
+    """Measure one row per model and write them (:func:`write_results`); returns the path.
+
+    ``measure(spec)`` gives each spec's row, ``report(row)`` is called as each row ends (a
+    script prints it); the results are ``{"load_before", "models", "load_after"}``, the load
+    averages taken around the whole run (the machine may be shared).
+    """
+    results = {"load_before": os.getloadavg(), "models": []}
+    for spec in specs:
+        row = measure(spec)
+        report(row)
+        results["models"].append(row)
+    results["load_after"] = os.getloadavg()
+    return write_results(path, results, started)
 
 
 def check_results_file(path: str | Path) -> list[str]:
