@@ -82,8 +82,9 @@ def test_the_replay_runs_the_models_kernels_on_its_buffers(builds):
     args = [_tvm.tensor(x, _tvm.cpu()) for x in random_inputs(model)]
     expected = vm["main"](*args).numpy()
     calls = recorded_calls(vm, args)
-    out = next(a for name, _, call_args in reversed(calls) if name in kernel_names(
-        compiled["concurrent"][0])[0] for a in call_args[-1:])
+    kernels = kernel_names(compiled["concurrent"][0])[0]
+    # the output buffer of the last kernel call
+    out = [call_args for name, _, call_args in calls if name in kernels][-1][-1]
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5)
     out.copyfrom(np.zeros(out.shape, "float32"))
     wall, seconds, counts = replay(calls)
