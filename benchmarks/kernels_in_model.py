@@ -19,14 +19,10 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-
-from tvm_ios import _tvm, models
-from tvm_ios.bench.cpu_builds import build_ios_sequential
+from tvm_ios.bench.cpu_builds import build_ios_sequential, zoo_case
 from tvm_ios.bench.cpu_profile import kernel_profile
 from tvm_ios.bench.in_situ import in_situ_profile
 from tvm_ios.bench.provenance import provenance, write_model_rows
-from tvm_ios.kernels.kernel_db import default_kernels_dir, open_kernels
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kernels_in_model.json"
 KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -53,16 +49,11 @@ def compare(mod, executable, x, threads: int, rounds: int, top: int) -> dict:
 
 def measure(spec: str, thread_counts: list, rounds: int, top: int) -> dict:
     """One model: its tuned sequential build compared at each thread count."""
-    name, size = (spec.split(":") + [""])[:2]
-    size = int(size) if size else None
-    net = models.net(name, image_size=size)
-    mod, params = models.get(name, image_size=size)
-    kernels = open_kernels(default_kernels_dir(name, size, root=KERNELS))
+    name, size, mod, x, kernels = zoo_case(spec)
     info: dict = {}
     start = time.time()
-    build_ios_sequential(_tvm.bind_params(mod, params), kernels, info)
+    build_ios_sequential(mod, kernels, info)
     built_s = round(time.time() - start, 1)
-    x = np.random.default_rng(0).standard_normal(net.input_node.shape).astype("float32")
     return {"model": name, "image_size": size, "kernels": str(kernels.path.relative_to(
         KERNELS.parent.parent)), "tuned_kernels": info["tuned_kernels"],
         "build_s": built_s, "rounds": rounds,

@@ -20,15 +20,13 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
 
-from tvm_ios import _tvm, models
-from tvm_ios.bench.cpu_builds import build_tuned, rprogram_plan
+from tvm_ios import _tvm
+from tvm_ios.bench.cpu_builds import build_tuned, rprogram_plan, zoo_case
 from tvm_ios.bench.in_situ import compare_in_situ, rprogram_gain
 from tvm_ios.bench.provenance import provenance, write_model_rows
 from tvm_ios.cost.model_judge import keep_only, ranked_stages
 from tvm_ios.graph.extract import extract
-from tvm_ios.kernels.kernel_db import default_kernels_dir, open_kernels
 from tvm_ios.passes.apply_schedule import record_schedule, schedule_of
 
 RESULTS = Path(__file__).resolve().parent / "results" / "rprogram_in_situ.json"
@@ -62,17 +60,11 @@ def builds(mod, kernels, threads: int, cover: int) -> tuple[dict, dict]:
 
 def measure(spec: str, threads: int, rounds: int, cover: int) -> dict:
     """One model: its two builds compared in situ, beside the judged figures."""
-    name, size = (spec.split(":") + [""])[:2]
-    size = int(size) if size else None
-    net = models.net(name, image_size=size)
-    mod, params = models.get(name, image_size=size)
-    mod = _tvm.bind_params(mod, params)
-    kernels = open_kernels(default_kernels_dir(name, size, root=KERNELS))
+    name, size, mod, x, kernels = zoo_case(spec)
     _tvm.config_threads(threads)  # an rProgram has one vEU per worker of TVM's pool
     start = time.time()
     compiled, judged_sums = builds(mod, kernels, threads, cover)
     built_s = round(time.time() - start, 1)
-    x = np.random.default_rng(0).standard_normal(net.input_node.shape).astype("float32")
     runs = compare_in_situ(compiled, [x], threads, rounds=rounds)
     gain = rprogram_gain(runs["rPrograms"], runs["in turn"])
     return {"model": name, "image_size": size, "kernels": str(kernels.path.relative_to(

@@ -108,3 +108,16 @@ def test_the_tvm_ios_columns_run_the_trimmed_graph():
     inputs = random_inputs(mod)
     np.testing.assert_allclose(run(executable, inputs), run(build(mod), inputs),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_zoo_case_binds_the_weights_and_draws_the_input(monkeypatch):
+    """The model's weights bound (its only parameter the input), the input drawn with the
+    seed, and the database directory of the model and size for this CPU (opened as given:
+    there is none for this size)."""
+    monkeypatch.setattr(cpu_builds, "open_kernels", lambda path: path)
+    name, size, mod, x, kernels = cpu_builds.zoo_case("squeezenet:32", seed=3)
+    assert (name, size, len(mod["main"].params)) == ("squeezenet", 32, 1)
+    assert x.shape == (1, 3, 32, 32) and x.dtype == np.float32
+    np.testing.assert_array_equal(x, cpu_builds.zoo_case("squeezenet:32", seed=3)[3])
+    assert not np.array_equal(x, cpu_builds.zoo_case("squeezenet:32", seed=4)[3])
+    assert kernels.name == "squeezenet-32" and kernels.parent.parent.name == "kernels"

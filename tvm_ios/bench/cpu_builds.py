@@ -25,14 +25,16 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import numpy as np
 import tvm
 
+from .. import _tvm, models
 from ..cost.analytical import AnalyticalCostModel
 from ..cost.fallback import rprogram_schedule, stage_judges
 from ..cost.hybrid import logged_cost_model, predictor_preset
 from ..cost.model_judge import judge_module
 from ..kernels.cover import apply_covered
-from ..kernels.kernel_db import STAGE_LOG
+from ..kernels.kernel_db import STAGE_LOG, default_kernels_dir, open_kernels
 from ..kernels.tuned_build import tuned_functions
 from ..passes.apply_schedule import schedule_of
 from ..passes.blocked_layout import in_layout
@@ -43,10 +45,23 @@ from ..passes.trim_dead_taps import trim_for_kernels
 
 __all__ = ["stage_cost_model", "build_default", "build_tuned", "build_ios_sequential",
            "build_stages", "build_rprogram", "rprogram_plan", "ios_graph", "stage_log",
-           "STAGE_LOG"]
+           "STAGE_LOG", "zoo_case"]
 
 logger = logging.getLogger(__name__)
 
+
+
+def zoo_case(spec: str, seed: int = 0):
+    """``(name, size, mod, x, kernels)`` of a zoo model given as ``NAME[:SIZE]``: its Relax
+    module with the weights bound, a standard-normal input drawn with ``seed``, and the
+    committed kernel database of the model and size for this CPU (``benchmarks/kernels``)."""
+    name, _, size = spec.partition(":")
+    size = int(size) if size else None
+    net = models.net(name, image_size=size)
+    mod, params = models.get(name, image_size=size)
+    x = np.random.default_rng(seed).standard_normal(net.input_node.shape).astype("float32")
+    return (name, size, _tvm.bind_params(mod, params), x,
+            open_kernels(default_kernels_dir(name, size)))
 
 
 def stage_cost_model(mod, kernels, engine: str = "rprogram", log: str | Path | None = None):
