@@ -177,15 +177,17 @@ def render(document: dict, doc: str | None, source: str | None) -> str:
                                  "measured side by side)" if load[0] > 1.0 else ""), ""]
     threads = sorted({t for r in results.values() for t in r["threads"]}, key=int)
     for t in threads:
+        # a results file from before a column existed renders without it, not with blanks
+        columns = [c for c in COLUMNS if any(c in r["threads"].get(t, {}) for r in results.values())]
         lines += [f"### {t} thread{'s' if t != '1' else ''}, batch 1, median ms", "",
-                  "| model | " + " | ".join(COLUMNS) + " | rProgram vs best baseline | "
+                  "| model | " + " | ".join(columns) + " | rProgram vs best baseline | "
                   "rProgram vs TVM tuned sequential |",
-                  "|" + " --- |" * (len(COLUMNS) + 3)]
+                  "|" + " --- |" * (len(columns) + 3)]
         for name, r in results.items():
             row = r["threads"].get(t, {})
             best = _ratio(row, "tvm-ios rProgram (tuned)", BASELINES)
             tuned = _ratio(row, "tvm-ios rProgram (tuned)", "TVM tuned sequential")
-            cells = [_cell(row.get(c, {})) for c in COLUMNS]
+            cells = [_cell(row.get(c, {})) for c in columns]
             cells += [f"{best:.2f}x" if best else "n/a", f"{tuned:.2f}x" if tuned else "n/a"]
             lines.append(f"| {name} ({r['image_size']} px) | " + " | ".join(cells) + " |")
         lines.append("")

@@ -51,6 +51,9 @@ def test_results_without_rounds_render_as_before(monkeypatch):
     page = report.render({"results": {"m": {"image_size": 32, "threads": {"2": row}, "info": {}}}}, None,
                          "r.json")
     assert "| m (32 px) |" in page and "0.80x" in page and "paired" not in page
+    header = next(line for line in page.splitlines() if line.startswith("| model |"))
+    assert header.count("|") == 6 and "ONNX Runtime sequential" in header  # model, 2 columns, 2 ratios
+    assert "| m (32 px) | 4.00 | 5.00 | 0.80x | n/a |" in page  # no blank cells of missing columns
     rounds = {"2": _row({"ONNX Runtime sequential": [4.0, 4.0], "tvm-ios sequential (tuned)":
                          [5.0, 6.0], "tvm-ios rProgram (tuned)": [5.0, 5.0]})}
     page = report.render({"results": {"m": {"image_size": 32, "threads": rounds, "info": {}}}}, None, "r")
