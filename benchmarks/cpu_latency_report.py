@@ -178,7 +178,8 @@ def render(document: dict, doc: str | None, source: str | None) -> str:
     threads = sorted({t for r in results.values() for t in r["threads"]}, key=int)
     for t in threads:
         # a results file from before a column existed renders without it, not with blanks
-        columns = [c for c in COLUMNS if any(c in r["threads"].get(t, {}) for r in results.values())]
+        columns = [c for c in COLUMNS
+                   if any(c in r["threads"].get(t, {}) for r in results.values())]
         lines += [f"### {t} thread{'s' if t != '1' else ''}, batch 1, median ms", "",
                   "| model | " + " | ".join(columns) + " | rProgram vs best baseline | "
                   "rProgram vs TVM tuned sequential |",
