@@ -20,7 +20,6 @@ import argparse
 import time
 from pathlib import Path
 
-
 from tvm_ios import _tvm
 from tvm_ios.bench.cpu_builds import build_tuned, rprogram_plan, zoo_case
 from tvm_ios.bench.in_situ import compare_in_situ, rprogram_gain

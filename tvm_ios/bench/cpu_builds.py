@@ -50,7 +50,6 @@ __all__ = ["stage_cost_model", "build_default", "build_tuned", "build_ios_sequen
 logger = logging.getLogger(__name__)
 
 
-
 def zoo_case(spec: str, seed: int = 0):
     """``(name, size, mod, x, kernels)`` of a zoo model given as ``NAME[:SIZE]``: its Relax
     module with the weights bound, a standard-normal input drawn with ``seed``, and the
