@@ -155,6 +155,12 @@ def _asked_models(command: str) -> list[str]:
     return names
 
 
+def _env_prefix(prov: dict) -> str:
+    """``NAME=value ...`` of the environment the run recorded, as a shell would prefix it."""
+    env = prov.get("environment") or {}
+    return "".join(f"{k}={v} " for k, v in env.items())
+
+
 def render(document: dict, doc: str | None, source: str | None) -> str:
     """Markdown: one table per thread count, ratios; with ``doc`` also a PNG bar chart."""
     lines = []
@@ -164,7 +170,7 @@ def render(document: dict, doc: str | None, source: str | None) -> str:
         lines += [f"Measured {prov.get('date')} on {prov.get('cpu')} ({_cpu_detail(prov)})"
                   f", commit `{str(prov.get('commit'))[:10]}`"
                   f"{' (dirty tree)' if prov.get('dirty') else ''}; command: "
-                  f"`{prov.get('command')}`", ""]
+                  f"`{_env_prefix(prov)}{prov.get('command')}`", ""]
         asked = _asked_models(str(prov.get("command", "")))
         if len(asked) > len(results):
             lines += [f"The run was stopped after {len(results)} of the {len(asked)} models it "

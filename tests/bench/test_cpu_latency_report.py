@@ -42,6 +42,19 @@ def test_a_machine_that_slows_between_rounds_moves_both_sides_of_a_paired_ratio(
     assert "schedule's share" not in line  # no tvm-ios sequential column in this row
 
 
+def test_the_page_shows_the_environment_the_run_recorded(monkeypatch):
+    report = _load("cpu_latency_report", monkeypatch)
+    row = {"ONNX Runtime sequential": {"median_ms": 4.0}}
+    prov = {"date": "d", "cpu": "c", "commit": "abc", "command": "python benchmarks/x.py",
+            "environment": {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}}
+    doc = {"provenance": prov, "results": {"m": {"image_size": 32, "threads": {"2": row},
+                                                 "info": {}}}}
+    page = report.render(doc, None, "r.json")
+    assert "command: `GLIBC_TUNABLES=glibc.malloc.hugetlb=1 python benchmarks/x.py`" in page
+    del prov["environment"]
+    assert "command: `python benchmarks/x.py`" in report.render(doc, None, "r.json")
+
+
 def test_results_without_rounds_render_as_before(monkeypatch):
     report = _load("cpu_latency_report", monkeypatch)
     row = {"ONNX Runtime sequential": {"median_ms": 4.0},

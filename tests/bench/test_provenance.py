@@ -41,6 +41,17 @@ def test_written_file_passes_and_records_this_checkout(tmp_path):
     assert record["cpu"] and record["cores"] >= 1 and record["date"] <= record["finished"]
 
 
+def test_the_environment_a_run_measured_under_is_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
+    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
+    monkeypatch.setenv("HOME_UNRELATED_TO_TIMING", "x")
+    record = json.loads(write_results(tmp_path / "r.json", {}, provenance(
+        ["benchmarks/tune_cost.py"])).read_text())["provenance"]
+    assert record["environment"] == {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1",
+                                     "MALLOC_ARENA_MAX": "2"}
+
+
 def test_model_rows_are_measured_reported_and_written_in_order(tmp_path):
     reported = []
     path = write_model_rows(tmp_path / "r.json", ["a:1", "b:2"],

@@ -4,7 +4,8 @@ Every file under ``benchmarks/results/`` is written by the script that measured 
 :func:`write_results`, as ``{"provenance": {...}, "results": ...}``. The provenance holds the
 command line (``command``, ``script``), the git commit and whether the tree had uncommitted
 changes (``commit``, ``dirty``, ``dirty_paths``), the CPU model and cores, the host, the
-date (UTC, ISO 8601), the versions of Python, TVM, tvm-ffi, numpy, tvm-ios and of the
+date (UTC, ISO 8601), the environment variables set that change how the measured code runs
+(``environment``: thread counts, allocator tunables such as ``GLIBC_TUNABLES``), the versions of Python, TVM, tvm-ffi, numpy, tvm-ios and of the
 optional packages the process imported (torch, onnxruntime, xgboost, scipy, onnx), and the
 SHA-256 of the results as written, so a hand edit shows (:func:`check_results_file`).
 
@@ -24,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["provenance", "write_results", "write_model_rows", "check_results_file",
+__all__ = ["provenance", "measured_environment", "MEASURED_ENV", "write_results", "write_model_rows", "check_results_file",
            "results_digest", "REQUIRED", "REQUIRED_VERSIONS", "REPO_ROOT"]
 
 #: The repository checkout this module lives in (``benchmarks/`` and ``.git`` are there).
@@ -107,6 +108,17 @@ def _script(argv: list[str]) -> str:
         return str(path)
 
 
+#: Environment variables that change a measurement without changing its command line.
+MEASURED_ENV = ("GLIBC_TUNABLES", "LD_PRELOAD", "TVM_NUM_THREADS", "TVM_BIND_THREADS",
+                "OMP_NUM_THREADS", "MKL_NUM_THREADS", "THP_MEM_ALLOC_ENABLE")
+
+
+def measured_environment() -> dict:
+    """The variables of :data:`MEASURED_ENV` (and ``MALLOC_*``) set in this process."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k in MEASURED_ENV or k.startswith("MALLOC_")}
+
+
 def provenance(argv: list[str] | None = None) -> dict:
     """What is producing a result: command (``argv``, default ``sys.argv``), commit and tree
     state, machine, versions and date, now (no digest). Call it when a run starts."""
@@ -124,7 +136,7 @@ def provenance(argv: list[str] | None = None) -> dict:
             "cpu": cpu_model(), "llvm_cpu": _llvm_cpu(), "cores": cores,
             "host": platform.node(),
             "platform": platform.platform(),
-            "date": _now(), "versions": versions()}
+            "environment": measured_environment(), "date": _now(), "versions": versions()}
 
 
 def _now() -> str:
