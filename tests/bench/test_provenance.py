@@ -1,11 +1,12 @@
 """Every results file is written by the script that measured it, with its provenance."""
 import json
+import os
 import re
 import subprocess
 
 import pytest
 
-from tvm_ios.bench.provenance import (REPO_ROOT, REQUIRED, REQUIRED_VERSIONS,
+from tvm_ios.bench.provenance import (MEASURED_ENV, REPO_ROOT, REQUIRED, REQUIRED_VERSIONS,
                                       check_results_file, provenance, write_model_rows,
                                       write_results)
 
@@ -42,9 +43,10 @@ def test_written_file_passes_and_records_this_checkout(tmp_path):
 
 
 def test_the_environment_a_run_measured_under_is_recorded(tmp_path, monkeypatch):
+    for name in [*MEASURED_ENV, *(k for k in os.environ if k.startswith("MALLOC_"))]:
+        monkeypatch.delenv(name, raising=False)  # whatever the shell running the tests set
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1")
     monkeypatch.setenv("MALLOC_ARENA_MAX", "2")
-    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
     monkeypatch.setenv("HOME_UNRELATED_TO_TIMING", "x")
     record = json.loads(write_results(tmp_path / "r.json", {}, provenance(
         ["benchmarks/tune_cost.py"])).read_text())["provenance"]

@@ -5,8 +5,9 @@ Every file under ``benchmarks/results/`` is written by the script that measured 
 command line (``command``, ``script``), the git commit and whether the tree had uncommitted
 changes (``commit``, ``dirty``, ``dirty_paths``), the CPU model and cores, the host, the
 date (UTC, ISO 8601), the environment variables set that change how the measured code runs
-(``environment``: thread counts, allocator tunables such as ``GLIBC_TUNABLES``), the versions of Python, TVM, tvm-ffi, numpy, tvm-ios and of the
-optional packages the process imported (torch, onnxruntime, xgboost, scipy, onnx), and the
+(``environment``: thread counts, allocator tunables such as ``GLIBC_TUNABLES``), the
+versions of Python, TVM, tvm-ffi, numpy, tvm-ios and of the optional packages the process
+imported (torch, onnxruntime, xgboost, scipy, onnx), and the
 SHA-256 of the results as written, so a hand edit shows (:func:`check_results_file`).
 
 Standard library only, and TVM's version is read without importing TVM when it is not
@@ -25,8 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["provenance", "measured_environment", "MEASURED_ENV", "write_results", "write_model_rows", "check_results_file",
-           "results_digest", "REQUIRED", "REQUIRED_VERSIONS", "REPO_ROOT"]
+__all__ = ["provenance", "measured_environment", "MEASURED_ENV", "write_results",
+           "write_model_rows", "check_results_file", "results_digest", "REQUIRED",
+           "REQUIRED_VERSIONS", "REPO_ROOT"]
 
 #: The repository checkout this module lives in (``benchmarks/`` and ``.git`` are there).
 REPO_ROOT = Path(__file__).resolve().parents[2]
