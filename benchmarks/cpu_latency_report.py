@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -158,7 +159,7 @@ def _asked_models(command: str) -> list[str]:
 def _env_prefix(prov: dict) -> str:
     """``NAME=value ...`` of the environment the run recorded, as a shell would prefix it."""
     env = prov.get("environment") or {}
-    return "".join(f"{k}={v} " for k, v in env.items())
+    return "".join(f"{k}={shlex.quote(str(v))} " for k, v in env.items())
 
 
 def render(document: dict, doc: str | None, source: str | None) -> str:
