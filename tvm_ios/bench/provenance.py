@@ -112,7 +112,8 @@ def _script(argv: list[str]) -> str:
 
 #: Environment variables that change a measurement without changing its command line.
 MEASURED_ENV = ("GLIBC_TUNABLES", "LD_PRELOAD", "TVM_NUM_THREADS", "TVM_BIND_THREADS",
-                "OMP_NUM_THREADS", "MKL_NUM_THREADS", "THP_MEM_ALLOC_ENABLE")
+                "TVM_THREAD_POOL_SPIN_COUNT", "TVM_EXCLUDE_WORKER0", "OMP_NUM_THREADS",
+                "MKL_NUM_THREADS", "THP_MEM_ALLOC_ENABLE")
 
 
 def measured_environment() -> dict:
