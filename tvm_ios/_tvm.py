@@ -11,9 +11,10 @@ modules (meta_schedule, dlight, TVMScript, nvcc) are imported on first use.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import tvm
@@ -348,3 +349,40 @@ def estimate_flops(func) -> float:
     from tvm.s_tir.analysis import estimate_tir_flops  # noqa: PLC0415
 
     return float(estimate_tir_flops(IRModule({"main": func})))
+
+
+#: The logger meta_schedule configures (``tvm.s_tir.meta_schedule.logging.create_loggers``).
+MS_LOGGER = "tvm.s_tir.meta_schedule"
+
+
+@contextlib.contextmanager
+def foreign_ms_handlers_detached() -> Iterator[list]:
+    """Run meta_schedule's logger set-up with the user's own handlers taken off its logger.
+
+    ``create_loggers`` lists the names of the handlers already on ``tvm.s_tir.meta_schedule``
+    and hands them to ``logging.config.dictConfig``, which knows only its own: an unnamed
+    handler (``None``: "'NoneType' object has no attribute 'format'") or one named by the user
+    ("Unable to configure logger") makes every tuning call fail. pytest 9.2 puts its unnamed
+    capture handler on every non-propagating logger, and a notebook or an application's
+    log-capture tool can do the same. The foreign handlers are detached for the set-up and put
+    back after it, so the user's logging sees meta_schedule's records as before.
+    """
+    log = logging.getLogger(MS_LOGGER)
+    foreign = [h for h in log.handlers if not (h.get_name() or "").startswith(MS_LOGGER)]
+    for handler in foreign:
+        log.removeHandler(handler)
+    try:
+        yield foreign
+    finally:
+        for handler in foreign:
+            if handler not in log.handlers:
+                log.addHandler(handler)
+
+
+def tune_contexts(tasks, work_dir: str, **kwargs):
+    """``(contexts, weights)`` for extracted tasks
+    (``ms.relax_integration.extracted_tasks_to_tune_contexts``), whatever handlers the user's
+    logging has put on meta_schedule's logger (:func:`foreign_ms_handlers_detached`)."""
+    with foreign_ms_handlers_detached():
+        return __getattr__("ms").relax_integration.extracted_tasks_to_tune_contexts(
+            tasks, work_dir, **kwargs)

@@ -264,3 +264,24 @@ def test_a_blocked_layout_database_tunes_and_runs_the_blocked_kernels(tmp_path):
     for mod in (tuned_mod, apply_kernels(program, kernels)):
         np.testing.assert_allclose(run(tvm.compile(mod, kernels.target), x), ref,
                                    rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", [None, "users-own"])
+def test_tuning_survives_foreign_handlers_on_meta_schedules_logger(model, tmp_path, name):
+    """pytest 9.2's capture handler (unnamed), or a user's named one, on meta_schedule's
+    non-propagating logger made its logger set-up crash in every tuning call."""
+    import logging
+
+    log = logging.getLogger("tvm.s_tir.meta_schedule")
+    handler = logging.NullHandler()
+    handler.set_name(name)
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        kernels = KernelDB(tmp_path, host_target(), create=True)
+        reports = tune_kernels(model, kernels, variants=("serial",), trials=2, cover=0,
+                               min_repeat_ms=1)
+        assert reports[0].records >= 1
+        assert handler in log.handlers  # the user's handler is back after the set-up
+    finally:
+        log.removeHandler(handler)

@@ -283,7 +283,7 @@ def _tune_variant(tasks, kernels, variant, todo, runner, progress, seed,
     # on 2 shared cores the default spends ~50 s per task choosing its first candidates
     strategy = ms.search_strategy.EvolutionarySearch(
         population_size=64, init_min_unmeasured=8, genetic_num_iters=1)
-    contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+    contexts, weights = _tvm.tune_contexts(
         tasks, work_dir, space=_space(variant), strategy=strategy,
         num_threads=len(_tvm.usable_cores()), seed=seed)
     # a task's measured candidates are committed when the scheduler comes back to it: a
