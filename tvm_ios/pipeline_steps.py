@@ -67,9 +67,7 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
 
     analytical = AnalyticalCostModel(device or predictor_preset(target, engine))
     if log is None and kernels is not None:
-        from .kernels.kernel_db import STAGE_LOG  # noqa: PLC0415
-
-        log = Path(kernels.path) / STAGE_LOG
+        log = kernels.stage_log
     logged_target = str(kernels.target) if kernels is not None else str(target)
     return logged_cost_model(mod, log, analytical, logged_target, kernels,
                              "rprogram" if engine == "rprogram" else "sequential",
@@ -103,11 +101,9 @@ def fallback_judges(target, opts, mod, kernels=None):
 def _judges_log(opts, kernels):
     """The stage log the judges read and append to: ``opts.log``, else the kernel
     database's (None without either)."""
-    from .kernels.kernel_db import STAGE_LOG  # noqa: PLC0415
-
     if opts.log is not None:
         return opts.log
-    return Path(kernels.path) / STAGE_LOG if kernels is not None else None
+    return kernels.stage_log if kernels is not None else None
 
 
 def schedule_pass(opts, cost_model, judges=None, decisions: list | None = None,

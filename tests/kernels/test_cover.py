@@ -65,7 +65,7 @@ def test_cover_tunes_the_missing_kernel_into_the_database(half_tuned, caplog):
     assert untuned_anchors(out) == [] and "untuned" not in caplog.text
     assert report["kernels"] == missing and report["trials"] >= 2
     assert untuned_tasks(kernel_tasks(two, kernels, "parallel"), kernels, "parallel") == []
-    assert (kernels.path / "parallel" / "database_tuning_record.json.gz").is_file()
+    assert (kernels.path / "parallel" / "database_tuning_record.json.xz").is_file()
     x = random_inputs(two)
     ref = run(tvm.compile(apply_kernels(two, None, kernels.target), kernels.target), x)
     np.testing.assert_allclose(run(tvm.compile(out, kernels.target), x), ref,

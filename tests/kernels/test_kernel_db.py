@@ -109,13 +109,23 @@ def test_a_directory_without_target_json_is_refused(tmp_path):
 def test_packed_database_is_what_a_checkout_carries(tmp_path):
     kernels = _db_with_one_record(tmp_path, host_target(2))
     packed = kernels.pack()
-    assert sorted(p.name for p in packed) == ["database_tuning_record.json.gz",
-                                              "database_workload.json.gz"]
+    assert sorted(p.name for p in packed) == ["database_tuning_record.json.xz",
+                                              "database_workload.json.xz"]
     for p in packed:
-        p.with_suffix("").unlink()  # a fresh checkout: only the .gz files
+        p.with_suffix("").unlink()  # a fresh checkout: only the .xz files
     fresh = KernelDB(tmp_path)
     assert fresh.num_records("parallel") == 1
     assert len(fresh.database("parallel").get_all_tuning_records()) == 1
+
+
+def test_a_database_packed_as_gzip_before_still_opens(tmp_path):
+    import gzip
+
+    _db_with_one_record(tmp_path, host_target(2))
+    for path in (tmp_path / "parallel").glob("*.json"):
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))
+        path.unlink()
+    assert KernelDB(tmp_path).num_records("parallel") == 1
 
 
 def test_best_time_of_a_kernel_and_the_digest_stages_are_logged_under(tmp_path):

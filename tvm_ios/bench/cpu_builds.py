@@ -135,7 +135,7 @@ def build_stages(mod, kernels, cost=None, info: dict | None = None, cover: int =
 
 def stage_log(kernels) -> Path | None:
     """The stage log kept beside a kernel database (None without a database)."""
-    return kernels.path / STAGE_LOG if kernels is not None else None
+    return kernels.stage_log if kernels is not None else None
 
 
 def rprogram_plan(mod, kernels, num_veus: int, measurer=None, balance: bool = False,

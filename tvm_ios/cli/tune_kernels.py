@@ -202,7 +202,7 @@ def run(args) -> int:
     except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
-    kernels.pack()  # the .gz copies are what a checkout carries
+    kernels.pack()  # the .xz copies are what a checkout carries
     for r in reports:
         print(f"{name} {r.variant}: {r.tasks} tasks, {r.trials} trials measured now, "
               f"{r.records} records{' of those kernels' if args.only else ''} in {path}, "

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .. import __version__ as TVM_IOS_VERSION
 from .. import _tvm
+from ..kernels.db_records import unpack_beside
 
 __all__ = ["LogRecord", "MeasureLog"]
 
@@ -90,6 +91,8 @@ class MeasureLog:
         self.by_build: dict[tuple[str, str, str], LogRecord] = {}
         self.unsigned: set[tuple[str, str]] = set()  # (target, device key) of old records
         self.skipped = 0
+        if self.path is not None:
+            unpack_beside(self.path)  # (a committed log is carried packed: ``<path>.xz``)
         if self.path is not None and self.path.exists():
             self._load()
 

@@ -85,7 +85,7 @@ def _cover(mod, kernels, target, cover: int, missing: list[str], report: dict | 
         logger.warning("cannot tune the missing kernels (%s): pip install 'tvm-ios[tune]'",
                        err)
         return None
-    kernels.pack()  # the committed (.gz) copies
+    kernels.pack()  # the committed (.xz) copies
     out = apply_kernels(mod, kernels, target)
     left = untuned_anchors(out)
     if report is not None:

@@ -31,16 +31,20 @@ builder's 60 s timeout.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import logging
+import lzma
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 from .. import _tvm
 
 __all__ = ["COLD", "WARM", "FILES", "best_lines", "clean_lines", "line_timings", "mixed",
-           "open_records", "preferred", "ranked_lines"]
+           "open_records", "pack_beside", "preferred", "ranked_lines", "runs_of",
+           "unpack_beside"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +72,8 @@ def clean_lines(path: Path) -> tuple[list[str], list[int]]:
     return good, bad
 
 
-def _runs(history, variant: str) -> list:
+def runs_of(history, variant: str) -> list:
+    """The runs in ``history`` (``target.json``'s ``tuning`` list) that added to ``variant``."""
     return [entry for entry in history or () if entry.get("variant") == variant]
 
 
@@ -76,13 +81,13 @@ def preferred(history, variant: str) -> str:
     """How the latest run in ``history`` (``target.json``'s ``tuning`` list) timed the
     variant's records: ``"cold"`` or ``"warm"`` (``"cold"``, the tuner's default, when no
     run is listed)."""
-    runs = _runs(history, variant)
+    runs = runs_of(history, variant)
     return runs[-1].get("cache", WARM) if runs else COLD
 
 
 def mixed(history, variant: str) -> bool:
     """Whether the runs in ``history`` timed the variant's records both ways."""
-    return len({run.get("cache", WARM) for run in _runs(history, variant)}) > 1
+    return len({run.get("cache", WARM) for run in runs_of(history, variant)}) > 1
 
 
 def line_timings(history, variant: str, count: int) -> list[str]:
@@ -93,7 +98,7 @@ def line_timings(history, variant: str, count: int) -> list[str]:
     before it wrote its entry) and count as timed by the tuner's default, cold.
     """
     out: list[str] = []
-    for run in _runs(history, variant):
+    for run in runs_of(history, variant):
         end = min(int(run.get("records", len(out))), count)
         out.extend([run.get("cache", WARM)] * max(0, end - len(out)))
     if len(out) < count:
@@ -182,3 +187,29 @@ def _set_aside(folder: Path, lines: dict) -> Path:
             tmp.write_text("".join(g + "\n" for g in good))
             os.replace(tmp, p)
     return folder
+
+
+def pack_beside(path: Path) -> Path:
+    """Write ``<path>.xz`` (what a checkout carries of a database file or stage log) and
+    remove an older ``<path>.gz``; returns the packed file."""
+    path = Path(path)
+    packed = path.with_name(path.name + ".xz")
+    with open(path, "rb") as src, lzma.open(packed, "wb", preset=9 | lzma.PRESET_EXTREME) as dst:
+        shutil.copyfileobj(src, dst)
+    path.with_name(path.name + ".gz").unlink(missing_ok=True)
+    return packed
+
+
+def unpack_beside(path: Path) -> None:
+    """Restore ``path`` from ``<path>.xz`` (or an older ``<path>.gz``) where it is missing."""
+    path = Path(path)
+    if path.is_file():
+        return
+    for suffix, opener in ((".xz", lzma.open), (".gz", gzip.open)):
+        packed = path.with_name(path.name + suffix)
+        if packed.is_file():
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            with opener(packed, "rb") as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.replace(tmp, path)  # (atomic: a concurrent reader sees all of it or none)
+            return

@@ -19,12 +19,12 @@ tuned for another target is applied only if this CPU runs its code (:mod:`~.cpu_
 builds then target the database's CPU): :func:`open_kernels` warns, naming both, and
 otherwise the build stays untuned. A line that is not valid JSON is skipped with its file
 and line named, and a build ranks a variant's records within the way its latest run timed
-them, cold or warm (:mod:`~.db_records`). What is committed are gzip copies of the JSON
-files (:meth:`KernelDB.pack`), unpacked on first use.
+them, cold or warm (:mod:`~.db_records`). What is committed are xz copies of the JSON
+files and of the stage log (:meth:`KernelDB.pack`), unpacked on first use, pruned to each
+workload's best records (:mod:`~.db_prune`).
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import logging
@@ -210,6 +210,10 @@ class KernelDB:
         """A short digest of the target and the record counts (read once): what a stage
         measured with these kernels is logged under."""
         if getattr(self, "_fingerprint", None) is None:
+            kept = self.meta.get("fingerprint")  # (pruned: :mod:`~.db_prune` kept it)
+            if kept and kept.get("counts") == self._counts():
+                self._fingerprint = kept["value"]
+                return self._fingerprint
             ident = f"{self.name}:{self.num_records('parallel')}:{self.num_records('serial')}"
             packed, vpacked = self.num_records("packed"), self.num_records("serial-packed")
             ident += f":{packed}" if packed else ""  # (digests of databases before a
@@ -219,6 +223,24 @@ class KernelDB:
             self._fingerprint = hashlib.sha1(ident.encode()).hexdigest()[:10]
         return self._fingerprint
 
+    def _counts(self) -> dict:
+        return {v: self.num_records(v) for v in VARIANTS}
+
+    def keep_fingerprint(self, value: str) -> None:
+        """Keep :attr:`fingerprint` at ``value`` while the record counts stay as they are now
+        (a pruned database: the same best records, so the same stage figures); records added
+        later change it again. Saved with :meth:`save_meta`."""
+        self.meta["fingerprint"] = {"value": value, "counts": self._counts()}
+        self._fingerprint = None
+
+    @property
+    def stage_log(self) -> Path:
+        """The stage log kept beside the database (:data:`STAGE_LOG`: stages measured with
+        its kernels), restored from its packed copy where the working copy is missing."""
+        path = self.path / STAGE_LOG
+        db_records.unpack_beside(path)
+        return path
+
     def num_records(self, variant: str) -> int:
         """Tuning records of a variant (lines of its record file)."""
         self.unpack(variant)
@@ -226,29 +248,19 @@ class KernelDB:
         return len(db_records.clean_lines(path)[0]) if path.is_file() else 0
 
     def pack(self) -> list[Path]:
-        """Write ``<file>.gz`` beside each database file (what is committed: the JSON files
-        are large, ~70 kB a workload, and compress ~10x); returns the packed files."""
-        out = []
-        for variant in VARIANTS:
-            for name in FILES:
-                path = self.path / variant / name
-                if path.is_file():
-                    packed = path.with_name(name + ".gz")
-                    with open(path, "rb") as src, open(packed, "wb") as raw, \
-                            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as dst:
-                        shutil.copyfileobj(src, dst)
-                    out.append(packed)
+        """Write ``<file>.xz`` beside each database file and the stage log (what is committed:
+        the JSON files are large, ~70 kB a workload, and compress ~30x), removing older
+        ``.gz`` copies; returns the packed files."""
+        paths = [self.path / v / name for v in VARIANTS for name in FILES]
+        out = [db_records.pack_beside(p) for p in paths + [self.path / STAGE_LOG]
+               if p.is_file()]
         return out
 
     def unpack(self, variant: str) -> None:
-        """Restore a variant's JSON files from their ``.gz`` where the JSON is missing (a
-        fresh checkout has only the packed files; the JSON is the working copy)."""
+        """Restore a variant's JSON files from their ``.xz`` (or older ``.gz``) where the JSON
+        is missing (a fresh checkout has only the packed files; the JSON is the working copy)."""
         for name in FILES:
-            path = self.path / variant / name
-            packed = path.with_name(name + ".gz")
-            if packed.is_file() and not path.is_file():
-                with gzip.open(packed, "rb") as src, open(path, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
+            db_records.unpack_beside(self.path / variant / name)
 
     def close(self) -> None:
         """Forget open databases and remove repaired copies."""
