@@ -11,6 +11,8 @@ TORCH = "torch==2.13.0"
 NOTEBOOKS = ["nbclient>=0.10", "nbformat>=5.9", "ipykernel>=6.29"]
 #: The persistent-kernel tests run the OpenCL kernels under the Oclgrind simulator (apt oclgrind).
 OPENCL = ["pyopencl>=2024.1"]
+#: The model whose kernel databases ship in the wheel (benchmarks/kernels/*/SEED).
+SEED = "inception_v3-75"
 TEST = ["pytest>=7", "pytest-xdist>=3"] + ONNX + TUNE + PLOT + NOTEBOOKS + OPENCL
 
 setup(
@@ -20,7 +22,12 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["tvm_ios", "tvm_ios.*"]),
+    packages=find_packages(include=["tvm_ios", "tvm_ios.*"]) + ["tvm_ios.seeds"],
+    # The seeds a wheel ships: the pruned kernel databases of the embedded default (Inception
+    # V3, 75 px) for each CPU it was tuned on (tvm_ios.kernels.kernel_cache.seed_roots).
+    package_dir={"tvm_ios.seeds": "benchmarks/kernels"},
+    package_data={"tvm_ios.seeds": [f"*/{SEED}/{files}" for files in
+                                    ("target.json", "*.xz", "*/*.xz")]},
     include_package_data=True,
     install_requires=[
         "apache-tvm==0.27.*",

@@ -73,7 +73,7 @@ def build(args) -> int:
         ios_options = {"policy": args.policy}
     if ios_options is not None and args.device:
         ios_options["device"] = args.device
-    kernels = kernels_of(args, name)  # (llvm only: checked above)
+    kernels = kernels_of(args, name, mod)  # (llvm only: checked above)
     target = args.target
     if kernels is not None and ios_options is not None:  # tuned: built for its CPU
         ios_options["kernels"], target = str(kernels.path), kernels.target

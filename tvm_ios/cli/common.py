@@ -77,8 +77,9 @@ def load_ios_graph(args):
     from .tune_kernels import kernels_of  # noqa: PLC0415
 
     mod, params, name = load_model(args)
+    llvm = "llvm" in str(getattr(args, "target", "llvm"))
+    kernels = kernels_of(args, name, mod) if llvm else None  # (keyed by the unbound module)
     mod = _tvm.bind_params(mod, params)
-    kernels = kernels_of(args, name) if "llvm" in str(getattr(args, "target", "llvm")) else None
     return ios_graph(mod, kernels), name  # (trimmed, in the database's layout)
 
 

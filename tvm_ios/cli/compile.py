@@ -115,7 +115,7 @@ def run(args) -> int:
     target = _tvm.make_target(args.target)  # ValueError (exit 2) for an impossible target
     mod, params, name = load_model(args)
     size_thread_pool(target)
-    kernels = kernels_of(args, name) if target.kind.name == "llvm" else None
+    kernels = kernels_of(args, name, mod) if target.kind.name == "llvm" else None
     target = kernels.target if kernels is not None else target
     metadata = {"model": name, "batch": args.batch, "image_size": args.image_size,
                 "weights": weights_digest(params)}

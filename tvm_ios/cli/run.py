@@ -87,7 +87,7 @@ def _run_pipeline(args, mod, params, name):
     from ..schedule.schedule import Schedule  # noqa: PLC0415
 
     target = _tvm.make_target(args.target)
-    kernels = kernels_of(args, name) if target.kind.name == "llvm" else None
+    kernels = kernels_of(args, name, mod) if target.kind.name == "llvm" else None
     bound = _tvm.bind_params(mod, params)
     build_target = kernels.target if kernels is not None else target
     rewritten, report = make_pipeline(args, kernels=kernels).rewrite(bound, build_target)

@@ -7,8 +7,9 @@
         --kernel 'fused_conv2d7_*' 'fused_conv2d11_*' --trials 256
 
 The database (TVM's JSON format, append-only; a rerun resumes up to ``--trials`` per
-variant) defaults to ``benchmarks/kernels/<target name>/<model>-<size>/`` of the checkout,
-the directory ``tvm-ios run`` and the other verbs find with ``--kernels auto``.
+variant) defaults to the user's cache, ``$TVM_IOS_CACHE/kernels/<target name>/<model>-<digest>``
+(:mod:`tvm_ios.kernels.kernel_cache`), the directory ``tvm-ios run`` and the other verbs find
+first with ``--kernels auto``; ``--db benchmarks/kernels/...`` tunes a committed seed.
 """
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ def add_parser(subparsers) -> None:
                         help="llvm target (default: this CPU, e.g. llvm -mcpu=znver4 with "
                              "its core count); only llvm is supported")
     parser.add_argument("--db", metavar="DIR", default=None,
-                        help="kernel database directory (default benchmarks/kernels/<target "
-                             "name>/<model>-<size>)")
+                        help="kernel database directory (default the user's cache: "
+                             "$TVM_IOS_CACHE/kernels/<target name>/<model>-<digest>, "
+                             "TVM_IOS_CACHE defaulting to ~/.cache/tvm-ios)")
     parser.add_argument("--trials", type=int, default=500,
                         help="measured candidates per variant in total, records already in "
                              "the database included (default 500)")
@@ -99,20 +101,24 @@ def add_kernels_option(parser, default=None) -> None:
     """``--kernels DIR|auto|none``: the kernel database every build of the verb applies."""
     parser.add_argument("--kernels", metavar="DIR", default=default,
                         help="kernel database of `tvm-ios tune-kernels` applied to every "
-                             "build (auto: the committed one for this model, size and CPU, if "
-                             f"any; none: untuned; default {default or 'none'})")
+                             "build (auto: this model's in the cache $TVM_IOS_CACHE, else "
+                             "a seed for its name, size and CPU, if any; none: untuned; "
+                             f"default {default or 'none'})")
 
 
-def kernels_of(args, name: str | None = None):
+def kernels_of(args, name: str | None = None, mod=None):
     """The :class:`~tvm_ios.kernels.kernel_db.KernelDB` of ``--kernels`` for this machine,
-    or None (untuned: none asked, none found, or tuned for another target, with a warning)."""
-    from ..kernels.kernel_db import find_kernels, open_kernels  # noqa: PLC0415
+    or None (untuned: none asked, none found, or tuned for another target, with a warning).
+    ``auto``: the model's own in the user's cache (needs its Relax module ``mod``), else a
+    seed (:func:`~tvm_ios.kernels.kernel_cache.lookup`)."""
+    from ..kernels.kernel_cache import lookup  # noqa: PLC0415
+    from ..kernels.kernel_db import open_kernels  # noqa: PLC0415
 
     spec = getattr(args, "kernels", None)
     if spec in (None, "none"):
         return None
     if spec == "auto":
-        path = find_kernels(name or args.model, args.image_size)
+        path = lookup(name or args.model, args.image_size, mod)
         return open_kernels(path) if path is not None else None
     return open_kernels(spec)
 
@@ -153,7 +159,8 @@ def run(args) -> int:
         return 2
     from .. import _tvm  # noqa: PLC0415
     from ..runtime.rpc import RPCError, check_tracker, parse_tracker  # noqa: PLC0415
-    from ..kernels.kernel_db import KernelDB, default_kernels_dir, host_target  # noqa
+    from ..kernels.kernel_cache import cache_dir  # noqa: PLC0415
+    from ..kernels.kernel_db import KernelDB, host_target  # noqa: PLC0415
     from ..kernels.tuning import tune_kernels  # noqa: PLC0415
     from ..cost.stage_module import op_stages  # noqa: PLC0415
     from ..passes.dedup_ops import DedupOps  # noqa: PLC0415
@@ -172,7 +179,7 @@ def run(args) -> int:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
     mod, params, name = load_model(args)
-    path = args.db or default_kernels_dir(name, args.image_size, target)
+    path = args.db or cache_dir(name, mod, target)  # (the user's cache: kernel_cache)
     kernels = KernelDB(path, target, create=True)
     if not kernels.matches(target):
         raise ValueError(f"{path} holds kernels for {kernels.name}, not {target}: pick "

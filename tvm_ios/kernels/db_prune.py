@@ -22,7 +22,7 @@ from .db_records import (FILES, best_lines, clean_lines, line_timings, preferred
                          runs_of)
 from .kernel_db import VARIANTS
 
-__all__ = ["PruneReport", "best_records", "prune"]
+__all__ = ["PruneReport", "best_records", "prune", "tuned_before"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,16 @@ def best_records(folder: Path, history, variant: str) -> dict:
         index, record = json.loads(line)[:2]
         out[workloads[index]] = json.dumps(record[:2])
     return out
+
+
+def tuned_before(runs: list) -> dict:
+    """What the runs a pruning replaces had cost: ``runs_before``, ``trials_before`` (records
+    measured) and ``wall_s_before`` (what a tuning hint estimates from)."""
+    trials = sum(int(r.get("trials", r.get("timed", 0)) or 0) for r in runs)
+    trials += sum(int(r.get("pruned", {}).get("trials_before", 0)) for r in runs)
+    wall = sum(float(r.get("wall_s", 0) or 0) for r in runs)
+    wall += sum(float(r.get("pruned", {}).get("wall_s_before", 0)) for r in runs)
+    return {"runs_before": len(runs), "trials_before": trials, "wall_s_before": round(wall, 1)}
 
 
 def _renumbered(workload_lines: list[str], record_lines: list[str]):
@@ -76,7 +86,7 @@ def _prune_variant(kernels, variant: str, keep: int) -> dict | None:
     prefer = preferred(history, variant)
     entry = {"variant": variant, "records": len(records), "cache": prefer,
              "pruned": {"keep": keep, "records_before": len(record_lines),
-                        "runs_before": len(runs_of(history, variant)),
+                        **tuned_before(runs_of(history, variant)),
                         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}}
     after = _check_after(folder, workloads, records, entry, before)
     for name, lines in zip(FILES, (workloads, records)):

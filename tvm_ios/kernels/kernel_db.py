@@ -270,11 +270,13 @@ class KernelDB:
         self._tmp.clear()
 
 
-def find_kernels(model: str, image_size: int | None, target=None) -> Path | None:
-    """The committed database of a model and size for ``target`` (default
-    :func:`host_target`): its own directory, else one tuned on a CPU whose code it runs,
-    else any other (:func:`open_kernels` then warns, naming both); None when there is none."""
-    path = default_kernels_dir(model, image_size, target)
+def find_kernels(model: str, image_size: int | None, target=None,
+                 root: str | Path | None = None) -> Path | None:
+    """The seed database of a model and size under ``root`` (default the checkout's
+    ``benchmarks/kernels``) for ``target`` (default :func:`host_target`): its own directory,
+    else one tuned on a CPU whose code it runs, else any other (:func:`open_kernels` then
+    warns, naming both); None when there is none."""
+    path = default_kernels_dir(model, image_size, target, root)
     if path.is_dir():
         return path
     others = [p.parent for p in sorted(path.parents[1].glob(f"*/{path.name}/target.json"))]
