@@ -13,21 +13,22 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tvm_ios"
 #: Module prefix -> layer (the longest matching prefix wins).
 LAYER_OF = {
     "tvm_ios._tvm": "adapter", "tvm_ios.__version__": "adapter",
-    "tvm_ios.cost.devices": "devices",           # hardware presets, plain data
+    "tvm_ios.hardware": "devices",           # hardware presets, plain data
     "tvm_ios.graph": "graph",                    # the op graph
     "tvm_ios.models": "models",                  # the model zoo (Relax modules)
     "tvm_ios.schedule": "schedule",              # the schedulers decide, return plain data
-    "tvm_ios.cost.base": "estimators",           # the cost-model protocol and the roofline:
+    "tvm_ios.cost.pricing": "estimators",           # the cost-model protocol and the roofline:
     "tvm_ios.cost.analytical": "estimators",     # implement it, injected into the scheduler
     "tvm_ios.graphturbo": "graphturbo",          # GraphTurbo's plan (sizes, order, binding)
     "tvm_ios.kernels": "kernels",                # rPrograms and their codegen
+    "tvm_ios.tuning": "tuning",                  # tuned kernels: databases, search, cache
     "tvm_ios.runtime": "runtime",                # build, run, compare
     "tvm_ios.passes": "passes",                  # apply schedules, rPrograms, plans
     "tvm_ios.cost": "measured",                  # measured cost: builds stage modules
-    "tvm_ios.pipelines": "pipelines",            # Shisha pipelines over execution places
+    "tvm_ios.pipelining": "pipelines",            # Shisha pipelines over execution places
     "tvm_ios.plot": "plot", "tvm_ios.testing": "testing",
     "tvm_ios.bench": "bench",                    # GPU benchmark artifacts, provenance
-    "tvm_ios.relax_pipeline": "pipeline", "tvm_ios.pipeline_steps": "pipeline",  # the "ios"
+    "tvm_ios.relax_pipeline": "pipeline", "tvm_ios.relax_pipeline.steps": "pipeline",  # the "ios"
     "tvm_ios._autoload": "pipeline",             # Relax pipelines
     "tvm_ios.cli": "cli",
 }
@@ -41,18 +42,20 @@ ALLOWED = {
     "schedule": {"graph"},
     "estimators": _BASE | {"graph", "schedule"},
     "graphturbo": _BASE | {"graph"},
-    "kernels": _BASE | {"graph", "schedule", "graphturbo", "runtime"},  # graphturbo plans,
-    # as schedule; runtime: RPC to the devices that time tuning candidates
+    "kernels": _BASE | {"graph", "schedule", "graphturbo"},  # (graphturbo plans, as schedule)
+    "tuning": _BASE | {"graph", "schedule", "graphturbo", "kernels", "runtime"},  # (runtime:
+    # RPC to the devices that time tuning candidates)
     "runtime": {"adapter"},
-    "passes": _BASE | {"graph", "schedule", "estimators", "graphturbo", "kernels"},
-    "measured": _BASE | {"graph", "schedule", "estimators", "passes", "kernels", "runtime"},
+    "passes": _BASE | {"graph", "schedule", "estimators", "graphturbo", "kernels", "tuning"},
+    "measured": _BASE | {"graph", "schedule", "estimators", "passes", "kernels", "tuning",
+                         "runtime"},
     "pipelines": _BASE | {"graph", "models", "estimators", "passes", "runtime"},
     "plot": {"schedule"},
     "testing": {"adapter"},
     "bench": _BASE | {"graph", "models", "schedule", "estimators", "passes", "kernels",
-                      "runtime", "measured"},
+                      "tuning", "runtime", "measured"},
     "pipeline": _BASE | {"graph", "models", "schedule", "estimators", "graphturbo", "kernels",
-                         "runtime", "passes", "measured"},
+                         "tuning", "runtime", "passes", "measured"},
 }
 ALLOWED["cli"] = set(ALLOWED) - {"cli"}
 #: Edges that break the order today, each with who removes it; listed edges must exist
