@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tvm_ios import models
 from tvm_ios.graph.bitset import mask_of
+from tvm_ios.graph.extract import op_graph
 from tvm_ios.graph.opgraph import OpGraph
 from tvm_ios.models.netdef import Net
 
@@ -35,7 +36,7 @@ _BLOCK = re.compile(r"^((?:cell_stem|reduction_cell|cell)_\d+|mixed_\w+?|fire\d+
 def zoo_graph(name: str) -> OpGraph:
     """The op graph of zoo model ``name`` at its published input size."""
     mod, _ = models.get(name, calibrate=False)
-    graph = OpGraph.from_relax(mod)
+    graph = op_graph(mod)
     graph.name = name
     return graph
 
@@ -51,7 +52,7 @@ def ios_randwire_graph(channels: int = 154) -> OpGraph:
     x = net.conv(net.relu(x, name="relu"), 1280, 1, relu=True, name="conv_head")
     net.classifier_head(x, 1000, name="fc")
     mod, _ = models.to_relax(net, calibrate=False)
-    graph = OpGraph.from_relax(mod)
+    graph = op_graph(mod)
     graph.name = "ios_randwire"
     return graph
 

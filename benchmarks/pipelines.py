@@ -29,7 +29,7 @@ import numpy as np
 
 from tvm_ios import _tvm, models
 from tvm_ios.bench.provenance import provenance, write_results
-from tvm_ios.graph.opgraph import OpGraph
+from tvm_ios.graph.extract import op_graph
 from tvm_ios.pipelining.eps import EPSpec, parse_eps
 from tvm_ios.pipelining.executor import PipelineExecutor
 from tvm_ios.pipelining.layer_times import layer_weights, modelled_times
@@ -46,7 +46,7 @@ STOCHASTIC = ("sa", "hc", "rw")
 
 
 def modelled(model: str, eps, seeds: int, out: Path) -> list[dict]:
-    graph = OpGraph.from_relax(models.get(model)[0])
+    graph = op_graph(models.get(model)[0])
     times = modelled_times(graph, eps)
     es = modelled_search("es", times, eps)
     rows, best_runs = [], []
@@ -71,7 +71,7 @@ def modelled(model: str, eps, seeds: int, out: Path) -> list[dict]:
 def figure4(out: Path) -> list[str]:
     """SynthNet on the eight EPs of C5 (the paper's Figure 4 setting); ES does not fit, so
     throughput is normalised to the best any algorithm found."""
-    graph = OpGraph.from_relax(models.get("synthnet")[0])
+    graph = op_graph(models.get("synthnet")[0])
     eps = parse_eps("c5")
     times = modelled_times(graph, eps)
     results = [modelled_search(algo, times, eps, **options)

@@ -10,7 +10,7 @@ import tvm
 
 import tvm_ios
 from tvm_ios import _tvm
-from tvm_ios.bench.artifact import _cuda_sources
+from tvm_ios.bench.artifact import cuda_sources
 from tvm_ios.cost.stage_judges import cold_settings
 from tvm_ios.cost.log import LogRecord, MeasureLog
 from tvm_ios.cost.stage_timing import Measurer
@@ -136,12 +136,12 @@ def test_cost_model_matches_the_target():
 def test_h100_build_holds_persistent_kernels(forked_h100):
     p = pipeline()
     executable = tvm.compile(forked_h100, H100, relax_pipeline="ios")  # builds, and so does p
-    assert len(_cuda_sources(executable)) == 2
+    assert len(cuda_sources(executable)) == 2
     executable = tvm.compile(forked_h100, H100, relax_pipeline=p)
     assert p.report["cost_model"] == "AnalyticalCostModel('h100')"
     names = {r["name"] for r in p.report["rprogram_list"]}
     assert names and p.report["num_veus"] == 0  # no CPU thread pool involved
-    sources = _cuda_sources(executable)
+    sources = cuda_sources(executable)
     assert len(sources) == 2  # TVM's kernels, then the rProgram kernels
     ours = sources[1]
     kernels = {k for name in names for k in persistent_kernel(ours, name)}  # zeroing, persistent
@@ -152,7 +152,7 @@ def test_h100_build_holds_persistent_kernels(forked_h100):
 @pytest.mark.parametrize("name", ["ios-stages", "ios-wavefront", "ios-graphturbo"])
 def test_variants_build_for_h100(name, forked_h100):
     p = pipeline(**VARIANTS[name])
-    sources = _cuda_sources(tvm.compile(forked_h100, H100, relax_pipeline=p))
+    sources = cuda_sources(tvm.compile(forked_h100, H100, relax_pipeline=p))
     rprograms = p.report["rprograms"]
     assert (rprograms > 0) == (p.report["engine"] == "rprogram")
     assert len(sources) == (2 if rprograms else 1)  # TVM's kernels (+ the rProgram kernels)

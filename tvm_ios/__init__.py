@@ -4,7 +4,7 @@ Public API (imported lazily, so that ``import tvm`` stays fast when TVM autoload
 plugin through its ``tvm.backends`` entry point)::
 
     from tvm_ios import OpGraph, ios_schedule, IOSPass, schedule_of, pipeline
-    graph = OpGraph.from_relax(mod)
+    graph = op_graph(mod)
     schedule = ios_schedule(graph, AnalyticalCostModel(), max_group_size=3, max_num_groups=8)
     mod = tvm.transform.Sequential([IOSPass()])(mod)
     ex = tvm.compile(mod, "llvm", relax_pipeline=pipeline(engine="rprogram"))  # or "ios"
@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "OpGraph": "tvm_ios.graph.opgraph",
     "OpNode": "tvm_ios.graph.opgraph",
+    "op_graph": "tvm_ios.graph.extract",
     "Schedule": "tvm_ios.schedule.schedule",
     "Stage": "tvm_ios.schedule.schedule",
     "ScheduleError": "tvm_ios.schedule.schedule",

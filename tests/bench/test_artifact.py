@@ -107,7 +107,7 @@ def test_rprogram_variant_has_one_fatbin_per_cuda_module(tmp_path, two_branch):
         callback = tvm_ffi.get_global_func("tvm_callback_cuda_compile")
         executable = tvm.compile(_rewritten(TwoBranch), target=tvm.target.Target(
             "nvidia/nvidia-h100"))
-        for source, role in zip(artifact._cuda_sources(executable), ("kernels", "kernels_1")):
+        for source, role in zip(artifact.cuda_sources(executable), ("kernels", "kernels_1")):
             assert bytes(callback(source)) == (out / manifest.files[role]["name"]).read_bytes()
     finally:
         tvm_ffi.register_global_func("tvm_callback_cuda_compile", previous, override=True)

@@ -4,7 +4,7 @@ import pytest
 from tvm import relax
 
 from tvm_ios.bench.cpu_builds import build_tuned
-from tvm_ios.bench.cpu_profile import _node_rows, kernel_profile, onnx_profile
+from tvm_ios.bench.cpu_profile import node_rows, kernel_profile, onnx_profile
 from tvm_ios.testing import dag_model
 
 
@@ -57,5 +57,5 @@ def test_the_warm_up_run_is_left_out_of_the_onnx_runtime_profile():
         return {"cat": "Node", "name": "conv_kernel_time", "ts": ts, "dur": dur,
                 "args": {"op_name": "Conv"}}
     events = [run(0, 1000), node(10, 900), run(2000, 100), node(2010, 10)]
-    assert _node_rows(events, 1, 15) == [{"op": "conv (Conv)", "calls": 1, "total_us": 10.0,
+    assert node_rows(events, 1, 15) == [{"op": "conv (Conv)", "calls": 1, "total_us": 10.0,
                                           "runs": 1}]

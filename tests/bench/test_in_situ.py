@@ -8,7 +8,7 @@ from tvm import relax
 
 from tvm_ios import _tvm
 from tvm_ios.bench import cpu_builds
-from tvm_ios.bench.cpu_profile import _calls
+from tvm_ios.bench.cpu_profile import call_counts
 from tvm_ios.bench.in_situ import (compare_in_situ, in_situ_profile, kernel_names,
                                    recorded_calls, replay, rprogram_gain)
 from tvm_ios.runtime.compare import random_inputs
@@ -34,7 +34,7 @@ def test_every_kernel_call_is_timed_inside_the_model(builds):
     out = compare_in_situ(compiled, random_inputs(model), 2, rounds=3)
     for label, (mod, _) in compiled.items():
         row = out[label]
-        assert row["calls"] == sum(_calls(mod).values())
+        assert row["calls"] == sum(call_counts(mod).values())
         assert sum(r["calls"] for r in row["kernels"]) == row["calls"]
         assert all(r["total_us"] > 0 for r in row["kernels"])
         assert 0 < row["kernels_us"] <= row["replayed_us"]

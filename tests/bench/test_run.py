@@ -96,7 +96,7 @@ def test_precompiled_kernels_are_served_to_the_cuda_loader(cuda_artifact, two_br
 
     manifest = Manifest.load(cuda_artifact)
     executable = tvm.compile(two_branch[0], target=tvm.target.Target("nvidia/nvidia-h100"))
-    (source,) = artifact._cuda_sources(executable)
+    (source,) = artifact.cuda_sources(executable)
     # the library stores exactly this source; its loader hands it to the callback
     assert source.encode() in (cuda_artifact / "model.so").read_bytes()
     previous = tvm_ffi.get_global_func("tvm_callback_cuda_compile")

@@ -80,16 +80,16 @@ def test_kernels_are_timed_cold_where_the_weights_exceed_the_last_level_cache(mo
 
     import numpy as np
 
-    from tvm_ios.cli.tune_kernels import _cold
+    from tvm_ios.cli.tune_kernels import cold_timing
     from tvm_ios.tuning import search as tuning
 
     monkeypatch.setattr(tuning, "last_level_cache", lambda: 32 << 20)
     small = {"w": np.zeros((1 << 20,), "float32")}  # 4 MB: stays in the cache
     large = {"w": np.zeros((16 << 20,), "float32")}  # 64 MB: read from memory each call
     plain = argparse.Namespace(cold=False, warm=False)
-    assert _cold(plain, small) is False and _cold(plain, large) is True
-    assert _cold(argparse.Namespace(cold=True, warm=False), small) is True
-    assert _cold(argparse.Namespace(cold=False, warm=True), large) is False
+    assert cold_timing(plain, small) is False and cold_timing(plain, large) is True
+    assert cold_timing(argparse.Namespace(cold=True, warm=False), small) is True
+    assert cold_timing(argparse.Namespace(cold=False, warm=True), large) is False
 
 
 def test_layout_is_kept_in_the_database_and_a_bad_one_is_refused(tmp_path, capsys):

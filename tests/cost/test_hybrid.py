@@ -43,18 +43,18 @@ def test_hybrid_cost_model_prefers_the_log_and_scales_predictions(tmp_path, tiny
 
 def test_a_learned_predictor_stands_in_with_its_roofline_until_the_log_can_train_it(
         tmp_path, measurer, tiny):
-    from tvm_ios.cost.hybrid import MIN_RECORDS, _ready
+    from tvm_ios.cost.hybrid import MIN_RECORDS, ready_predictor
     from tvm_ios.cost.xgb import XGBCostModel
 
     model = MeasuredCostModel(tiny, measurer, tmp_path / "grow.jsonl")
     graph = next(iter(model.extractions.values())).graph
     xgb = XGBCostModel("llvm")
-    assert _ready(xgb, model, retrain=True) is xgb.roofline and not xgb.fitted
+    assert ready_predictor(xgb, model, retrain=True) is xgb.roofline and not xgb.fitted
     model.prefetch(graph, model.candidates(graph, max_group_size=1, max_num_groups=2))
     assert len(model.log) >= MIN_RECORDS
-    assert _ready(xgb, model, retrain=True) is xgb and xgb.trained_on == len(model.log)
+    assert ready_predictor(xgb, model, retrain=True) is xgb and xgb.trained_on == len(model.log)
     roofline = AnalyticalCostModel("llvm")
-    assert _ready(roofline, model, retrain=True) is roofline
+    assert ready_predictor(roofline, model, retrain=True) is roofline
 
 
 def test_a_predictor_that_cannot_merge_makes_the_hybrid_say_so(tmp_path, tiny):

@@ -4,7 +4,7 @@ import itertools
 import pytest
 from cost_models import inception_like
 
-from tvm_ios.cost.measured import _Recorder
+from tvm_ios.cost.measured import StageRecorder
 from tvm_ios.cost.signature import StageSigner
 from tvm_ios.cost.stage_module import stage_module
 from tvm_ios.graph.extract import extract
@@ -13,7 +13,7 @@ from tvm_ios.testing import dag_model
 
 
 def _candidates(ext, **options):
-    recorder = _Recorder(ext.graph)
+    recorder = StageRecorder(ext.graph)
     ios_schedule(ext.graph, recorder, **options)
     return [([list(g) for g in groups], merge) for groups, merge in recorder.seen]
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from tvm import relax
 
-from tvm_ios.bench.artifact import _cuda_sources
+from tvm_ios.bench.artifact import cuda_sources
 from tvm_ios.kernels.gpu.build import kernel_signatures, persistent_kernel
 from tvm_ios.cost.stage_timing import build_stage, prepare_stage
 from tvm_ios.cost.measured import MeasuredCostModel
@@ -78,7 +78,7 @@ def test_cuda_concurrent_stage_is_one_persistent_kernel(ext):
     mod = prepare_stage(stage.mod, target)
     assert _calls(mod, "relax.call_dps_packed") == 1
     (lib,) = mod.attrs["external_mods"]
-    sources = _cuda_sources(build_stage(stage.mod, target))
+    sources = cuda_sources(build_stage(stage.mod, target))
     ours = [src for src in sources if "rp_offsets" in src]
     assert lib is not None and len(ours) == 1
     # one program: its step-zeroing kernel and its persistent kernel, nothing else of ours

@@ -1,15 +1,15 @@
-"""OpGraph.from_relax: units, epilogue fusion, separable convs, free ops, unknown ops."""
+"""op_graph: units, epilogue fusion, separable convs, free ops, unknown ops."""
 import logging
 
 import numpy as np
 from tvm import relax
 
 from tvm_ios.graph.extract import extract
-from tvm_ios.graph.opgraph import OpGraph
+from tvm_ios.graph.extract import op_graph
 
 
 def test_units_and_edges(inception_like):
-    graph = OpGraph.from_relax(inception_like)
+    graph = op_graph(inception_like)
     names = [n.name for n in graph.nodes]
     assert names == ["stem_relu", "a_relu", "b_relu", "c_relu", "pool", "d_relu", "e_relu"]
     idx = graph.index
@@ -51,7 +51,7 @@ def _sepconv_module(unknown=False):
 
 
 def test_depthwise_plus_pointwise_is_one_sepconv_unit():
-    graph = OpGraph.from_relax(_sepconv_module())
+    graph = op_graph(_sepconv_module())
     assert [(n.name, n.kind) for n in graph.nodes] == [("out", "sepconv")]
     node = graph.nodes[0]
     assert node.attrs["pointwise_channels"] == 6
@@ -60,7 +60,7 @@ def test_depthwise_plus_pointwise_is_one_sepconv_unit():
 
 def test_unknown_op_kept_as_unschedulable_unit(caplog):
     with caplog.at_level(logging.WARNING):
-        graph = OpGraph.from_relax(_sepconv_module(unknown=True))
+        graph = op_graph(_sepconv_module(unknown=True))
     kinds = [(n.name, n.kind, n.schedulable) for n in graph.nodes]
     assert kinds == [("pw", "sepconv", True), ("out", "relax.sort", False)]
     assert "relax.sort" in caplog.text and "unschedulable" in caplog.text
@@ -73,8 +73,8 @@ def test_a_blocked_graph_has_the_flops_and_units_of_the_nchw_one(caplog):
 
     mod = dag_model(seed=2, num_ops=4, channels=16, size=6)[0]
     with caplog.at_level(logging.WARNING):
-        blocked = OpGraph.from_relax(BlockedLayout(16)(mod))
-    plain = OpGraph.from_relax(mod)
+        blocked = op_graph(BlockedLayout(16)(mod))
+    plain = op_graph(mod)
     assert "not known" not in caplog.text  # layout transforms are data movement, like concat
     assert [n.flops for n in blocked.nodes] == [n.flops for n in plain.nodes]
     assert blocked.edges == plain.edges

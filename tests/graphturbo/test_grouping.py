@@ -72,10 +72,10 @@ def test_branch_refused_by_rule_i(layers, hw):
 
 def test_merge_that_would_create_a_cycle_is_invalid(layers, hw):
     # a -> b -> c and a -> c: {a, c} without b would cycle through b
-    from tvm_ios.graphturbo.grouping import _Grouper
+    from tvm_ios.graphturbo.grouping import Grouper
 
     spec = [("a", "map", SMALL, ["x"], {}), ("b", "conv", SMALL, ["a"], {"k": 1}),
             ("c", "map", SMALL, ["a", "b"], {})]
-    grouper = _Grouper(SGContext(layers(spec), hw(1 << 20)))
+    grouper = Grouper(SGContext(layers(spec), hw(1 << 20)))
     assert grouper.valid(0b101) == "cycle"
     assert grouper.valid(0b111) is None

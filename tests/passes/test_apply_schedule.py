@@ -8,6 +8,7 @@ from tvm import relax
 from tvm.script import ir as I
 from tvm.script import relax as R
 
+from tvm_ios.graph.extract import op_graph
 from tvm_ios.graph.opgraph import OpGraph
 from tvm_ios.passes.apply_schedule import ApplySchedule, schedule_of
 from tvm_ios.runtime.compare import compare_modules
@@ -51,7 +52,7 @@ class ExpectedMerged:
 
 
 def _merge_schedule(mod):
-    graph = OpGraph.from_relax(mod)
+    graph = op_graph(mod)
     names = [n.name for n in graph.nodes]
     return Schedule([Stage([[names[0]], [names[1]]], "merge")],
                     graph={"name": "main", "fingerprint": graph.fingerprint()})
@@ -73,19 +74,19 @@ def test_merge_is_numerically_exact():
 
 
 def test_reorder_follows_stages(inception_like):
-    graph = OpGraph.from_relax(inception_like)
+    graph = op_graph(inception_like)
     order = ["stem_relu", "c_relu", "pool", "b_relu", "a_relu", "d_relu", "e_relu"]
     sched = Schedule([Stage([[name]]) for name in order],
                      graph={"fingerprint": graph.fingerprint()})
     after = ApplySchedule(sched)(inception_like)
-    units = [n.name for n in OpGraph.from_relax(after).nodes]
+    units = [n.name for n in op_graph(after).nodes]
     assert units == order
     assert compare_modules(inception_like, after).max_abs_diff == 0.0
     assert schedule_of(after).ops == order
 
 
 def test_schedule_recorded_and_read_back(inception_like):
-    graph = OpGraph.from_relax(inception_like)
+    graph = op_graph(inception_like)
     sched = sequential_schedule(graph)
     after = ApplySchedule(sched.to_json())(inception_like)
     assert schedule_of(after).to_dict() == sched.to_dict()
@@ -110,7 +111,7 @@ def test_stale_schedule_falls_back_to_sequential(inception_like, caplog):
 
 
 def test_dependency_violation_rejected(inception_like):
-    graph = OpGraph.from_relax(inception_like)
+    graph = op_graph(inception_like)
     order = ["d_relu", "stem_relu", "a_relu", "b_relu", "c_relu", "pool", "e_relu"]
     sched = Schedule([Stage([[n]]) for n in order], graph={})
     with pytest.raises(ScheduleError, match=r"stages\[0\].*'d_relu' reads"):

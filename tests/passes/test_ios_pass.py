@@ -3,7 +3,7 @@ import pytest
 import tvm
 
 from tvm_ios import models
-from tvm_ios.graph.opgraph import OpGraph
+from tvm_ios.graph.extract import op_graph
 from tvm_ios.passes.apply_schedule import schedule_of
 from tvm_ios.passes.ios_pass import IOSPass
 from tvm_ios.runtime.compare import compare_modules
@@ -38,9 +38,9 @@ def test_analytical_schedule_reorders_inception(inception_like):
     after = IOSPass(max_group_size=3, max_num_groups=8)(inception_like)
     schedule = schedule_of(after)
     assert any(len(s.groups) > 1 for s in schedule.stages)
-    before_order = [n.name for n in OpGraph.from_relax(inception_like).nodes]
+    before_order = [n.name for n in op_graph(inception_like).nodes]
     assert schedule.ops != before_order  # b -> d runs before c: bindings really moved
-    assert [n.name for n in OpGraph.from_relax(after).nodes] == schedule.ops
+    assert [n.name for n in op_graph(after).nodes] == schedule.ops
     assert compare_modules(inception_like, after).max_abs_diff <= 1e-5
 
 

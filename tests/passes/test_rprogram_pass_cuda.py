@@ -8,7 +8,7 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
-from tvm_ios.bench.artifact import _cuda_sources
+from tvm_ios.bench.artifact import cuda_sources
 from tvm_ios import _tvm
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.kernels.gpu.build import device_sources
@@ -46,7 +46,7 @@ def _check_compiled(new, rewrite):
     assert rewrite.programs and len(names) <= rewrite.planned
     assert sorted(_packed_calls(new["main"])) == sorted(names)
     executable = tvm.compile(new, target=tvm.target.Target(H100))
-    sources = _cuda_sources(executable)
+    sources = cuda_sources(executable)
     assert len(sources) == 2  # TVM's own kernels, then the rProgram kernels
     ours = sources[1]
     assert "st.release.gpu.global.s32" in ours and "ld.acquire.gpu.global.s32" in ours

@@ -4,14 +4,14 @@ import json
 import numpy as np
 
 from .tiny import tiny_cnn
-from tvm_ios.graph.opgraph import OpGraph
+from tvm_ios.graph.extract import op_graph
 from tvm_ios.pipelining.eps import parse_eps
 from tvm_ios.pipelining.layer_times import LayerTimes, measured_times, modelled_times
 
 
 def test_modelled_fep_faster_than_sep():
     mod, params = tiny_cnn(size=32)
-    graph = OpGraph.from_relax(mod)
+    graph = op_graph(mod)
     eps = parse_eps("c2")                            # fep0, fep1, sep0, sep1
     times = modelled_times(graph, eps)
     assert times.seconds.shape == (7, 4) and times.source == "modelled"

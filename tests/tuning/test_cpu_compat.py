@@ -1,5 +1,5 @@
 """Which CPUs run the kernels of a database tuned on another (tvm_ios.tuning.cpu_compat)."""
-from tvm_ios.tuning.cpu_compat import _isa, incompatibility
+from tvm_ios.tuning.cpu_compat import isa_features, incompatibility
 
 OLD = {"kind": "llvm", "mcpu": "x86-64-v2", "num-cores": 2}     # SSE4.2, no AVX
 NEW = {"kind": "llvm", "mcpu": "sapphirerapids", "num-cores": 2}  # AVX-512, AMX
@@ -24,5 +24,5 @@ def test_core_count_and_triple_must_agree():
 
 
 def test_tuning_hints_are_not_instructions():
-    assert _isa({"avx512f", "fast-gather", "prefer-256-bit", "false-deps-popcnt",
+    assert isa_features({"avx512f", "fast-gather", "prefer-256-bit", "false-deps-popcnt",
                  "slow-3ops-lea"}) == {"avx512f"}

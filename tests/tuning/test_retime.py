@@ -5,7 +5,7 @@ import tempfile
 import pytest
 
 from tvm_ios.tuning.kernel_db import KernelDB, host_target, open_kernels
-from tvm_ios.tuning.retime import _workloads, retime_kernels
+from tvm_ios.tuning.retime import workloads_of, retime_kernels
 from tvm_ios.tuning.search import tune_kernels
 from tvm_ios.testing import dag_model
 
@@ -24,7 +24,7 @@ def _traces(db, workload, k):
 
 def test_the_best_candidates_are_timed_again_and_appended(tuned, tmp_path, monkeypatch):
     db = tuned.database("parallel", keep=2)
-    before = {str(w.mod): _traces(db, w, 2) for w in _workloads(db)}
+    before = {str(w.mod): _traces(db, w, 2) for w in workloads_of(db)}
     records = tuned.num_records("parallel")
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -36,7 +36,7 @@ def test_the_best_candidates_are_timed_again_and_appended(tuned, tmp_path, monke
     assert report.timed == sum(len(t) for t in before.values())
     assert tuned.num_records("parallel") == records + report.timed  # appended, none lost
     again = open_kernels(tuned.path).database("parallel", writable=True)  # every record
-    for workload in _workloads(again):
+    for workload in workloads_of(again):
         timed = [r for r in again.get_all_tuning_records()
                  if str(r.workload.mod) == str(workload.mod)]
         # each old top-2 candidate now has two records: the old and the new timing

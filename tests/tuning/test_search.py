@@ -174,7 +174,7 @@ def test_the_local_runner_times_kernels_on_the_cores_they_are_tuned_for(tuned, m
     monkeypatch.setenv("TVM_NUM_THREADS", "0")
     monkeypatch.delenv("TVM_NUM_THREADS")  # restored after the test, as it was
     cores = int(kernels.target.attrs["num-cores"])
-    tuning._runner(None, {}, tuning._cores(kernels))
+    tuning.make_runner(None, {}, tuning.tuning_cores(kernels))
     assert os.environ["TVM_NUM_THREADS"] == str(cores)  # TVM's default here would be 1
 
 

@@ -99,7 +99,7 @@ def _apply_variant(mod, variant: str, target, ios_options: dict):
     return rewritten, (schedule.to_dict() if schedule is not None else None)
 
 
-def _cuda_sources(executable) -> list[str]:
+def cuda_sources(executable) -> list[str]:
     """CUDA sources of the library's modules, breadth first in import order (TVM's own
     kernels first, then external modules such as the rProgram kernels)."""
     return device_sources(executable.mod, "cuda")
@@ -120,7 +120,7 @@ def _compile_kernels(executable, target, out: Path) -> tuple[dict | None, dict]:
         return None, {}
     from .._tvm import nvcc  # noqa: PLC0415
 
-    sources = _cuda_sources(executable)
+    sources = cuda_sources(executable)
     if not sources:
         raise RuntimeError("expected a CUDA module in the library, found none")
     files, modules = {}, []

@@ -25,7 +25,7 @@ __all__ = ["kernel_profile", "torch_profile", "onnx_profile"]
 logger = logging.getLogger(__name__)
 
 
-def _calls(mod) -> dict:
+def call_counts(mod) -> dict:
     counts: dict = {}
 
     def visit(expr):
@@ -61,7 +61,7 @@ def kernel_profile(mod, executable, threads: int, top: int = 15, number: int = 1
     libs = _libraries(executable.mod)
     rng = np.random.default_rng(0)
     rows = []
-    for name, count in _calls(mod).items():
+    for name, count in call_counts(mod).items():
         func = mod[name]
         args = [_tvm.tensor(rng.standard_normal([int(d) for d in p.shape]).astype(str(p.dtype)),
                             device) for p in func.params]  # (0.27: params are buffers)
@@ -117,10 +117,10 @@ def onnx_profile(model: bytes, threads: int, x, top: int = 15, runs: int = 5) ->
         session.run(None, feed)
     with open(session.end_profiling()) as handle:
         events = json.load(handle)
-    return _node_rows(events, runs, top)
+    return node_rows(events, runs, top)
 
 
-def _node_rows(events: list, runs: int, top: int) -> list:
+def node_rows(events: list, runs: int, top: int) -> list:
     """Per-node kernel times of the last ``runs`` ``model_run`` spans of a profile."""
     spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
                    if e.get("cat") == "Session" and e.get("name") == "model_run")[-runs:]

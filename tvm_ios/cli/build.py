@@ -8,7 +8,7 @@ tvm_ios.cli.bench_run DIR``) runs it on the GPU host.
 from __future__ import annotations
 
 from .common import add_ios_options, add_model_options, load_model, write_json
-from .tune_kernels import add_kernels_option, kernels_of
+from .kernels_option import add_kernels_option, kernels_of
 
 __all__ = ["add_parser", "build"]
 

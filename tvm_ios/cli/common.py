@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+from .kernels_option import kernels_of
+
 __all__ = ["add_model_options", "add_ios_options", "load_model", "load_ios_graph",
            "write_json", "Progress", "make_cost_model", "block_options"]
 
@@ -74,7 +76,6 @@ def load_ios_graph(args):
     schedules, so that ``tune`` measures and ``schedule`` prices its stages."""
     from .. import _tvm  # noqa: PLC0415
     from ..bench.cpu_builds import ios_graph  # noqa: PLC0415
-    from .tune_kernels import kernels_of  # noqa: PLC0415
 
     mod, params, name = load_model(args)
     llvm = "llvm" in str(getattr(args, "target", "llvm"))

@@ -18,7 +18,7 @@ from pathlib import Path
 import os
 
 from .common import add_ios_options, add_model_options, load_model, write_json
-from .tune_kernels import add_kernels_option, kernels_of
+from .kernels_option import add_kernels_option, kernels_of
 
 __all__ = ["add_parser", "add_pipeline_options", "make_pipeline", "compile_model",
            "size_thread_pool", "build_threads"]

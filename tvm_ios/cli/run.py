@@ -19,7 +19,7 @@ import numpy as np
 
 from .common import add_model_options, load_model, write_json
 from .compile import add_pipeline_options, build_threads, make_pipeline, size_thread_pool
-from .tune_kernels import kernels_of
+from .kernels_option import kernels_of
 
 __all__ = ["add_parser"]
 

@@ -22,12 +22,12 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     """Schedule ``--model`` and print the table; ``--json``/``-o`` write the Schedule JSON."""
-    from ..graph.opgraph import OpGraph  # noqa: PLC0415
+    from ..graph.extract import op_graph  # noqa: PLC0415
     from ..schedule.baselines import greedy_schedule, sequential_schedule  # noqa: PLC0415
     from ..schedule.ios import ios_schedule  # noqa: PLC0415
 
     mod, name = load_ios_graph(args)
-    graph = OpGraph.from_relax(mod)
+    graph = op_graph(mod)
     graph.name = name
     cost = log_cost_model(args, mod) or make_cost_model(args)
     if args.scheduler == "sequential":

@@ -22,14 +22,14 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     """Print one row per block and the largest block; ``--json`` writes the rows."""
-    from ..graph.opgraph import OpGraph  # noqa: PLC0415
+    from ..graph.extract import op_graph  # noqa: PLC0415
     from ..schedule.stats import block_stats  # noqa: PLC0415
 
     for value in (args.max_group_size, args.max_num_groups):
         if value is not None and value < 1:
             raise ValueError(f"r and s must be >= 1, got {value}")
     mod, _, name = load_model(args)
-    graph = OpGraph.from_relax(mod)
+    graph = op_graph(mod)
     rows = block_stats(graph, args.max_group_size, args.max_num_groups,
                        progress=Progress(f"stats {name}", unit="transitions"),
                        **block_options(args))

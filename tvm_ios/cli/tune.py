@@ -15,7 +15,7 @@ import sys
 import time
 
 from .common import add_ios_options, add_model_options, load_ios_graph, write_json
-from .tune_kernels import add_kernels_option, kernels_of
+from .kernels_option import add_kernels_option, kernels_of
 
 __all__ = ["add_parser", "add_log_options", "tune_module", "log_cost_model", "StageProgress"]
 

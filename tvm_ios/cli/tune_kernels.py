@@ -18,6 +18,7 @@ import sys
 import time
 
 from .common import add_model_options, load_model, write_json
+from .kernels_option import add_kernels_option, kernels_of  # noqa: F401  (re-exported)
 
 #: The kernel variants (:data:`tvm_ios.tuning.kernel_db.VARIANTS`; parsing imports no TVM).
 VARIANTS = ("parallel", "serial", "packed", "serial-packed")
@@ -95,32 +96,6 @@ def add_parser(subparsers) -> None:
                              "a model whose weights exceed the last-level cache runs its "
                              "kernels (default where they exceed it)")
     parser.set_defaults(handler=run)
-
-
-def add_kernels_option(parser, default=None) -> None:
-    """``--kernels DIR|auto|none``: the kernel database every build of the verb applies."""
-    parser.add_argument("--kernels", metavar="DIR", default=default,
-                        help="kernel database of `tvm-ios tune-kernels` applied to every "
-                             "build (auto: this model's in the cache $TVM_IOS_CACHE, else "
-                             "a seed for its name, size and CPU, if any; none: untuned; "
-                             f"default {default or 'none'})")
-
-
-def kernels_of(args, name: str | None = None, mod=None):
-    """The :class:`~tvm_ios.tuning.kernel_db.KernelDB` of ``--kernels`` for this machine,
-    or None (untuned: none asked, none found, or tuned for another target, with a warning).
-    ``auto``: the model's own in the user's cache (needs its Relax module ``mod``), else a
-    seed (:func:`~tvm_ios.tuning.cache.lookup`)."""
-    from ..tuning.cache import lookup  # noqa: PLC0415
-    from ..tuning.kernel_db import open_kernels  # noqa: PLC0415
-
-    spec = getattr(args, "kernels", None)
-    if spec in (None, "none"):
-        return None
-    if spec == "auto":
-        path = lookup(name or args.model, args.image_size, mod)
-        return open_kernels(path) if path is not None else None
-    return open_kernels(spec)
 
 
 def missing_tune_extra() -> str | None:
@@ -205,7 +180,7 @@ def run(args) -> int:
                                seed=args.seed, anchors_only=not args.all_ops,
                                cover=args.cover, also=also, only=args.only,
                                timeout_s=args.timeout,
-                               cold=_cold(args, params))
+                               cold=cold_timing(args, params))
     except RPCError as err:
         print(f"tvm-ios tune-kernels: error: {err}", file=sys.stderr)
         return 2
@@ -250,7 +225,7 @@ def scheduled_builds(mod, kernels) -> list:
     return out
 
 
-def _cold(args, params) -> bool:
+def cold_timing(args, params) -> bool:
     """``--cold``/``--warm``, else cold where the model's weights exceed this CPU's
     last-level cache (:func:`~tvm_ios.tuning.search.timing_for`)."""
     from ..tuning.search import timing_for  # noqa: PLC0415
@@ -275,7 +250,7 @@ def _retime(args, kernels, rpc, name, params) -> int:
                   file=sys.stderr)
             continue
         report = retime_kernels(kernels, variant, args.retime, rpc, _Bar(), source=source,
-                                timeout_s=args.timeout, cold=_cold(args, params))
+                                timeout_s=args.timeout, cold=cold_timing(args, params))
         reports.append(report)
         print(f"{name} {variant}: {report.timed} candidates of {report.workloads} kernels "
               f"timed again, {report.changed} now best another, {report.failed} failed, "

@@ -110,7 +110,7 @@ class HybridCostModel:
 
 def predictor_preset(target, engine: str = "rprogram"):
     """The analytical preset that predicts stages for ``target``
-    (:func:`~.devices.preset_for_target`; a ValueError names a target without one); for
+    (:func:`~..hardware.preset_for_target`; a ValueError names a target without one); for
     rPrograms on ``llvm`` (``engine`` ``rprogram`` or ``balanced``) the CPU vDevice's:
     ``cpu`` with one unit per worker of TVM's thread pool."""
     import dataclasses  # noqa: PLC0415
@@ -157,7 +157,7 @@ def _stage_refs(graph: OpGraph, schedule: Schedule) -> list[StageRef]:
              stage.strategy == "merge") for stage in schedule.stages]
 
 
-def _ready(predictor, measured: MeasuredCostModel, retrain: bool):
+def ready_predictor(predictor, measured: MeasuredCostModel, retrain: bool):
     """The predictor, (re)trained on the log when it learns and ``retrain`` is set; its
     roofline while a learned model has too few records to be fitted."""
     if hasattr(predictor, "fit") and (retrain or not getattr(predictor, "fitted", True)):
@@ -189,7 +189,7 @@ def hybrid_schedule(graph: OpGraph, measured: MeasuredCostModel, predictor, *,
         where a concurrent stage costs about the sum of its ops, any larger margin makes
         near-equal partitions look better unmeasured and measures most of them.
     """
-    hybrid = HybridCostModel(measured, _ready(predictor, measured, retrain),
+    hybrid = HybridCostModel(measured, ready_predictor(predictor, measured, retrain),
                              optimism=1.0 - margin)
     hybrid.calibrate()
     schedule, rounds = None, 0
@@ -200,7 +200,7 @@ def hybrid_schedule(graph: OpGraph, measured: MeasuredCostModel, predictor, *,
         if not todo:
             break
         measured.prefetch(graph, todo)  # a stage that fails is priced infinite from now on
-        hybrid.predictor = _ready(predictor, measured, retrain)
+        hybrid.predictor = ready_predictor(predictor, measured, retrain)
         if hybrid.predictor is predictor and hasattr(predictor, "fit") and retrain:
             hybrid.raw.clear()  # retrained on measurements: no scaling needed
             hybrid.scale = 1.0

@@ -45,7 +45,7 @@ def canonical_groups(groups: Sequence[Sequence[int]]) -> tuple:
 
 
 class MeasuredCostModel:
-    """Latencies (us) of stages measured with a :class:`~.measure.Measurer`, logged.
+    """Latencies (us) of stages measured with a :class:`~.stage_timing.Measurer`, logged.
 
     Parameters
     ----------
@@ -53,7 +53,7 @@ class MeasuredCostModel:
         The model(s) whose graphs will be priced (``main`` of a module is extracted).
     measurer : Measurer, optional
         Times stages missing from the log; without one such a stage raises
-        :class:`~.measure.MeasureError`.
+        :class:`~.stage_timing.MeasureError`.
     log : MeasureLog, str or Path, optional
         The measurement log (default: in memory).
     target, device_key : str, optional
@@ -201,7 +201,7 @@ class MeasuredCostModel:
     # -- batch measurement ----------------------------------------------------------------
     def candidates(self, graph: OpGraph, **ios_options) -> list[StageRef]:
         """Every stage the IOS DP prices for ``graph`` under ``ios_options``, once each."""
-        recorder = _Recorder(graph)
+        recorder = StageRecorder(graph)
         ios_schedule(graph, recorder, **ios_options)
         return list(recorder.seen)
 
@@ -257,7 +257,7 @@ class MeasuredCostModel:
             self.progress(dict(self.counts))
 
 
-class _Recorder:
+class StageRecorder:
     """A cost model that notes every stage the DP prices and answers with the roofline."""
 
     def __init__(self, graph: OpGraph):

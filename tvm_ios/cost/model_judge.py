@@ -1,6 +1,6 @@
 """Judging concurrent stages in the whole model: keep what the model itself runs faster with.
 
-The stage judges (:func:`~.fallback.stage_judges`) time each concurrent stage alone, its
+The stage judges (:func:`~.stage_judges.stage_judges`) time each concurrent stage alone, its
 caches flushed, against its groups in turn. Gains measured so need not add up in the model:
 on a Zen 5, NASNet-A's judges kept 17 of 35 concurrent stages, 0.69 ms faster stage by
 stage, and the whole model ran 0.90x as fast as with its kernels in turn. :class:`ModelJudge`
@@ -92,7 +92,7 @@ class ModelJudge:
     log : MeasureLog, str or Path, optional
         Stage log the whole-model figures are read from and appended to.
     target, device_key : str
-        What the figures are logged under (a :class:`~.measure.Measurer`'s, warm).
+        What the figures are logged under (a :class:`~.stage_timing.Measurer`'s, warm).
     tag : str
         What else names a build: the kernel database's fingerprint and the thread count.
     rounds, calls : int
@@ -180,9 +180,9 @@ def judge_module(mod, decisions: list[dict], lower=None, log=None, target="llvm"
     ----------
     mod : IRModule
         The module with the schedule its rPrograms follow recorded
-        (:func:`~.fallback.rprogram_schedule`), weights bound or not.
+        (:func:`~.stage_judges.rprogram_schedule`), weights bound or not.
     decisions : list of dict
-        The stage judges' decisions (:func:`~.fallback.sequential_fallback`).
+        The stage judges' decisions (:func:`~.stage_judges.sequential_fallback`).
     lower : callable, optional
         ``lower(candidate_mod) -> executable``: builds a candidate as the model will run
         (rPrograms, tuned kernels); None decides from logged figures only.

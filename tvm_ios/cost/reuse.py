@@ -7,7 +7,7 @@ stage of the model would be measured again, though a record for one kernel chang
 the stages that call that kernel (and only if it beats the record they used).
 
 So each such measurement also logs its *build digest*: a digest of every function of the
-module the stage's build compiles (:func:`~.measure.prepare_stage`: weights bound, the
+module the stage's build compiles (:func:`~.stage_timing.prepare_stage`: weights bound, the
 rProgram emitted, the database's schedules applied), hashed structurally. Where a stage is
 missing by signature, the measured cost model prepares it for its digest
 (:func:`build_digest`), and :func:`reuse` takes a logged measurement of the same target and

@@ -40,13 +40,11 @@ from ..passes.apply_schedule import apply_to_function
 from ..schedule.merge import merge_plan
 from ..schedule.schedule import Schedule, Stage
 from .signature import StageSigner
+from .stage_attrs import ENGINE_ATTR, KERNELS_ATTR
+from .stage_timing import prepare_stage
 
 __all__ = ["StageModule", "stage_module", "op_stages", "stage_description", "stage_tag",
            "ENGINE_ATTR", "KERNELS_ATTR", "RPROGRAM_TAG", "BALANCED_TAG", "CONCURRENT_TAGS"]
-
-#: Module attributes read by :func:`~tvm_ios.cost.stage_timing.prepare_stage`.
-ENGINE_ATTR = "tvm_ios.stage_engine"
-KERNELS_ATTR = "tvm_ios.kernels"
 
 logger = logging.getLogger(__name__)
 
@@ -225,7 +223,7 @@ def stage_module(ext: Extraction, groups: Sequence[Sequence[int]], merge: bool =
 
 def op_stages(mod, target) -> list:
     """Each op of ``mod``'s graph alone as a measured stage builds it, before its kernels
-    are applied (weights bound and folded, :func:`~.measure.prepare_stage`), one module per
+    are applied (weights bound and folded, :func:`~.stage_timing.prepare_stage`), one module per
     distinct stage signature.
 
     What a judge's sequential side runs (:mod:`.fallback`) where a group is one op: an op
@@ -233,8 +231,6 @@ def op_stages(mod, target) -> list:
     with its bias only, where the model adds the shortcut into it), so a database tuned on
     the model's kernels alone holds no parallel kernel of it.
     """
-    from .stage_timing import prepare_stage  # noqa: PLC0415  (measure imports this module)
-
     ext = extract(mod["main"])
     signer = StageSigner(ext)
     out: dict[str, object] = {}

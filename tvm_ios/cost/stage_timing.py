@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import _tvm
 from ..runtime.rpc import RPCError, alloc_rpc, check_tracker, parse_tracker
+from .stage_attrs import ENGINE_ATTR, KERNELS_ATTR
 
 __all__ = ["MeasureSettings", "MeasureResult", "MeasureError", "Measurer", "build_stage",
            "prepare_stage",
@@ -107,7 +108,6 @@ def prepare_stage(mod, target):
     from tvm import relax  # noqa: PLC0415  (runs in a builder worker)
 
     from ..kernels.blocked_conv import register_blocked_conv2d  # noqa: PLC0415
-    from .stage_module import ENGINE_ATTR, KERNELS_ATTR  # noqa: PLC0415
 
     register_blocked_conv2d()  # (a worker's first build may be of a blocked-layout stage)
     target = _tvm.make_target(target)

@@ -5,7 +5,7 @@ Features of a stage (from the plain-data description every log record carries, s
 largest / smallest group FLOPs and bytes, thread blocks and output elements (threads) in
 total and of the widest group, op-type counts, and the roofline estimate itself. The model
 learns ``log(latency)``. The roofline features model the device the records were measured
-on (:func:`~.devices.preset_for_target` of their target); fitting a model on records of
+on (:func:`~..hardware.preset_for_target` of their target); fitting a model on records of
 another target is refused. Accuracy is MAPE and Spearman rank correlation on held-out
 records: :func:`evaluate_by_model` holds out whole models (train on the others' logs, score
 the stages the training logs do not hold), which is what predicting a new model asks;

@@ -19,7 +19,7 @@ from .analysis import ancestors
 from .opgraph import OpGraph, OpNode
 from .opinfo import ANCHORS, EPILOGUES, FREE, anchor_flops, anchor_kind, itemsize
 
-__all__ = ["Extraction", "extract", "dataflow_block_index"]
+__all__ = ["Extraction", "extract", "op_graph", "dataflow_block_index"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +43,32 @@ def dataflow_block_index(func: relax.Function) -> int:
     blocks = list(func.body.blocks)
     candidates = [i for i, b in enumerate(blocks) if isinstance(b, relax.DataflowBlock)]
     if not candidates:
-        raise ValueError("OpGraph.from_relax: the function has no dataflow block; "
+        raise ValueError("op_graph: the function has no dataflow block; "
                          "build the model inside `with bb.dataflow():`")
     return max(candidates, key=lambda i: len(blocks[i].bindings))
+
+
+def op_graph(mod_or_func, func_name: str = "main") -> OpGraph:
+    """The op graph of a Relax function, or of ``mod[func_name]`` of a module.
+
+    Units are fused conv(+bias+relu), separable convs, pools and matmuls; free ops (concat,
+    split, reshape, residual adds) only carry edges; unknown ops become unschedulable units,
+    with a warning (see the module docstring).
+
+    Parameters
+    ----------
+    mod_or_func : IRModule or relax.Function
+        The module (its ``func_name``) or the function.
+    func_name : str
+        The function of a module, and the graph's name.
+
+    Returns
+    -------
+    OpGraph
+        Its units and their dependences, in the function's order.
+    """
+    func = mod_or_func[func_name] if hasattr(mod_or_func, "functions") else mod_or_func
+    return extract(func, name=func_name).graph
 
 
 def extract(func: relax.Function, name: str = "main") -> Extraction:

@@ -135,23 +135,10 @@ class OpGraph:
         if len(names) != num_ops:
             raise ValueError(f"OpGraph.from_edges: {len(names)} names for {num_ops} ops")
         edges = [(int(u), int(v)) for u, v in edges]
-        order = _toposort(num_ops, edges)
+        order = toposort(num_ops, edges)
         pos = {old: new for new, old in enumerate(order)}
         nodes = [OpNode(name=names[old], **node_attrs) for old in order]
         return cls(nodes, [(pos[u], pos[v]) for u, v in edges])
-
-    @classmethod
-    def from_relax(cls, mod_or_func: Any, func_name: str = "main") -> "OpGraph":
-        """Extract the op graph of a Relax function (or of ``mod[func_name]``).
-
-        Units are fused conv(+bias+relu), separable convs, pools and matmuls; free ops
-        (concat, split, reshape, residual adds) only carry edges; unknown ops become
-        unschedulable units, with a warning. See :mod:`tvm_ios.graph.extract`.
-        """
-        from .extract import extract  # noqa: PLC0415  (keeps this module free of TVM)
-
-        func = mod_or_func[func_name] if hasattr(mod_or_func, "functions") else mod_or_func
-        return extract(func, name=func_name).graph
 
     # -- basic queries ------------------------------------------------------------------
     def __len__(self) -> int:
@@ -208,7 +195,7 @@ class OpGraph:
     __repr__ = __str__
 
 
-def _toposort(num_ops: int, edges: list[tuple[int, int]]) -> list[int]:
+def toposort(num_ops: int, edges: list[tuple[int, int]]) -> list[int]:
     """Stable Kahn topological sort; raises on cycles or out-of-range ids."""
     indeg = [0] * num_ops
     succs: list[list[int]] = [[] for _ in range(num_ops)]

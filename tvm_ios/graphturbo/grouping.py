@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..graph.analysis import ancestors, descendants
 from ..graph.bitset import ids_of
-from ..graph.opgraph import _toposort
+from ..graph.opgraph import toposort
 from .splitinfo import SGContext, best_split
 
 __all__ = ["Grouping", "group_subgraphs", "toposort_sgs"]
@@ -38,7 +38,7 @@ class Grouping:
         return data
 
 
-class _Grouper:
+class Grouper:
     def __init__(self, ctx: SGContext):
         self.ctx, self.g = ctx, ctx.lg.graph
         self.anc = [a | 1 << i for i, a in enumerate(ancestors(self.g))]
@@ -155,7 +155,7 @@ class _Grouper:
 
 def group_subgraphs(ctx: SGContext, max_rounds: int = 100) -> Grouping:
     """Algorithm 2 on the layer graph of ``ctx``; returns a :class:`Grouping`."""
-    grouper = _Grouper(ctx)
+    grouper = Grouper(ctx)
     for single in grouper.sgs:
         if not ctx.split_info(single):
             grouper.result.refusals.append({"pattern": "layer", "parts": [
@@ -179,7 +179,7 @@ def toposort_sgs(graph, sgs: list[int]) -> list[int]:
     owner = {i: k for k, s in enumerate(sgs) for i in ids_of(s)}
     edges = {(owner[u], owner[v]) for u, v in graph.edges if owner[u] != owner[v]}
     try:
-        order = _toposort(len(sgs), sorted(edges))
+        order = toposort(len(sgs), sorted(edges))
     except ValueError as err:
         raise RuntimeError("GraphTurbo grouping produced a cyclic sub-graph DAG") from err
     return [sgs[k] for k in order]

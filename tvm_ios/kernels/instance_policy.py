@@ -28,7 +28,7 @@ from collections import defaultdict
 
 from ..graph.opgraph import OpGraph
 from ..graphturbo.binding import bind_veus
-from .policies import _Builder
+from .policies import ProgramBuilder
 from .rprogram import RProgram
 from .veu_memory import pack, program_events
 
@@ -137,7 +137,7 @@ def instances_policy(graph: OpGraph, rops: dict, instances: list, order: list[in
 def _place(graph, rops, pieces, veu, name) -> RProgram:
     """Every op of each instance piece on the instance's vEU, in order, after its producers."""
     used = max(veu[i] for i, _ in pieces) + 1
-    builder = _Builder(used, name)
+    builder = ProgramBuilder(used, name)
     inside = {op for _, ops in pieces for op in ops}
     for i, ops in pieces:
         for op in ops:

@@ -41,7 +41,7 @@ def resident_veus(vdevice: VDevice, rops: Sequence[ROperator]) -> int:
     return vdevice.max_veus(threads, regs, smem)
 
 
-class _Builder:
+class ProgramBuilder:
     """Places rTasks on vEUs, inserting only the barriers each vEU still needs."""
 
     def __init__(self, num_veus: int, name: str):
@@ -94,13 +94,13 @@ def waves(graph: OpGraph) -> list[list[int]]:
     return out
 
 
-def _time(builder: _Builder | None, launch_us: float) -> float:
+def _time(builder: ProgramBuilder | None, launch_us: float) -> float:
     if builder is None or not builder.program.num_tasks:
         return 0.0
     return simulate(builder.program).makespan_us + launch_us
 
 
-def _schedule_wave(graph, wave, builder: _Builder, rops, num_veus, launch_us) -> _Builder:
+def _schedule_wave(graph, wave, builder: ProgramBuilder, rops, num_veus, launch_us) -> ProgramBuilder:
     """ScheduleWave with SelectRKernels: fastest kernels unless efficient ones simulate faster."""
     fast = {v: rops[graph.nodes[v].name].fastest(num_veus) for v in wave}
     choices = [fast]
@@ -142,14 +142,14 @@ def wavefront_policy(graph: OpGraph, rops: dict[str, ROperator], vdevice: VDevic
         widest = max((sum(max(k.num_tasks for k in rops[graph.nodes[v].name].kernels)
                           for v in wave) for wave in waves(graph)), default=1)
         num_veus = max(1, min(num_veus, widest))
-    plans: list[_Builder] = []
-    current: _Builder | None = None
+    plans: list[ProgramBuilder] = []
+    current: ProgramBuilder | None = None
     for wave in waves(graph):
         if current is None:
-            current = _schedule_wave(graph, wave, _Builder(num_veus, name), rops, num_veus,
+            current = _schedule_wave(graph, wave, ProgramBuilder(num_veus, name), rops, num_veus,
                                      launch_us)
             continue
-        alone = _schedule_wave(graph, wave, _Builder(num_veus, name), rops, num_veus,
+        alone = _schedule_wave(graph, wave, ProgramBuilder(num_veus, name), rops, num_veus,
                                launch_us)
         if max_ops is not None and len(current.where) + len(wave) > max_ops:
             plans.append(current)
@@ -209,17 +209,17 @@ def _ranks(graph: OpGraph, ops: Sequence[str], rops) -> dict[str, float]:
     return rank
 
 
-def _finish(builder: _Builder, op: str) -> float:
+def _finish(builder: ProgramBuilder, op: str) -> float:
     return max(builder.finish[pos] for pos in builder.where[op])
 
 
 def balanced_plan(graph: OpGraph, ops: Sequence[str], rops: dict[str, ROperator],
-                  num_veus: int, name: str) -> _Builder:
+                  num_veus: int, name: str) -> ProgramBuilder:
     """The stage's ops placed over all vEUs, longest path first (HEFT): each op goes whole to
     the vEU where it finishes first, or, where its rOperator has a :data:`SLICES` rKernel and
     that finishes earlier, as one slice per vEU. Ties keep the op whole."""
     rank = _ranks(graph, ops, rops)
-    builder = _Builder(num_veus, name)
+    builder = ProgramBuilder(num_veus, name)
     for op in sorted(ops, key=lambda o: (-rank[o], graph.index[o])):
         preds = [p for p in graph.names_of(graph.pred[graph.index[op]]) if p in rank]
         options = [(rops[op].fastest(1), [v]) for v in range(num_veus)]
@@ -263,9 +263,9 @@ def ios_policy(graph: OpGraph, schedule: Schedule, rops: dict[str, ROperator],
     return out
 
 
-def _disjoint_plan(graph, stage, rops, sets, veus: int, name: str) -> _Builder:
+def _disjoint_plan(graph, stage, rops, sets, veus: int, name: str) -> ProgramBuilder:
     """Each group on its own vEU set, its ops in order."""
-    builder = _Builder(veus, name)
+    builder = ProgramBuilder(veus, name)
     in_stage = set(stage.ops)
     for group, veu_set in zip(stage.groups, sets):
         for op in group:

@@ -9,7 +9,7 @@ Zen 5, with weights that do not fit the caches (95 MB in Inception V3, 32 MB of 
 kernels tuned so made TVM tuned sequential 1.23x as fast (3.75 against 4.61 ms).
 
 A kernel database's ``packed`` variant holds those kernels (tuned as the parallel variant
-is, plus the post-processor; :mod:`~.tuning`). :func:`mark_packed` decides per kernel, from
+is, plus the post-processor; :mod:`~..tuning.search`). :func:`mark_packed` decides per kernel, from
 the records, which of the two a build takes: the packed one where its time is the better
 (both are timed cold by the same runner), the plain parallel one otherwise.
 :func:`fold_packed` then packs the weights. This is how the sequential build's kernels (and

@@ -92,13 +92,13 @@ def _build(ext, bindings, deps, owner, glue):
     edges = set()
     for v, node in enumerate(nodes):
         for index in members[node.name]:
-            for src in _sources(index, deps, node_of):
+            for src in region_sources(index, deps, node_of):
                 if src != v:
                     edges.add((src, v))
     return OpGraph(nodes, edges, name=ext.graph.name), members
 
 
-def _sources(index, deps, node_of) -> set[int]:
+def region_sources(index, deps, node_of) -> set[int]:
     """Nodes whose outputs binding ``index`` reads, looking through non-glue free bindings."""
     out, stack, seen = set(), list(deps[index]), set()
     while stack:

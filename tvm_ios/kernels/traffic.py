@@ -16,7 +16,7 @@ from tvm import relax
 from .. import _tvm
 from ..graph.extract import extract
 from ..graph.opinfo import itemsize
-from .program_regions import _sources, augment, binding_deps
+from .program_regions import region_sources, augment, binding_deps
 
 __all__ = ["activation_traffic", "tensor_bytes"]
 
@@ -64,7 +64,7 @@ def activation_traffic(func: relax.Function, local: set = frozenset(),
         mine = [b for b, kk in kernel_of.items() if kk == k]
         sources: set = set()
         for b in mine:
-            sources |= _sources(b, deps, {i: i for i in kernel_of})  # kernel outputs it reads
+            sources |= region_sources(b, deps, {i: i for i in kernel_of})  # kernel outputs it reads
             read += sum(tensor_bytes(p) for p in params if _reads(bindings[b].value, {p}))
         read += sum(tensor_bytes(bindings[s].var) for s in sources
                     if kernel_of[s] != k and s not in local)

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .onnx_prepare import _onnx, prepare
+from .onnx_prepare import import_onnx, prepare
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def from_onnx(path: str | os.PathLike, shape_dict: Mapping[str, Sequence[int]] |
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"ONNX model file not found: {path!r}")
-    onnx = _onnx()
+    onnx = import_onnx()
     from tvm.relax.frontend.onnx import from_onnx as _relax_from_onnx
 
     try:

@@ -42,7 +42,7 @@ _NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUnifo
 
 def prepare(model):
     """A copy of ``model`` with initializers out of ``graph.input`` and constants folded."""
-    onnx = _onnx()
+    onnx = import_onnx()
     out = onnx.ModelProto()
     out.CopyFrom(model)
     strip_initializer_inputs(out)
@@ -80,7 +80,7 @@ def fold_constants(model) -> int:
     """Evaluate the nodes of ``model`` whose inputs are all constants, in place; their
     outputs become initializers (those other nodes or the outputs use). Returns the number
     of nodes folded."""
-    onnx = _onnx()
+    onnx = import_onnx()
     from onnx import helper, numpy_helper  # noqa: PLC0415
     from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
 
@@ -118,7 +118,7 @@ def fold_constants(model) -> int:
     return len(folded)
 
 
-def _onnx():
+def import_onnx():
     try:
         import onnx  # noqa: PLC0415
     except ImportError as err:

@@ -6,7 +6,7 @@ model key being its name and a digest of the Relax module's structure (weights l
 that any model, from the zoo, an ONNX file or PyTorch, finds its own and a model changed
 since it was tuned does not. ``tvm-ios tune-kernels`` writes there by default.
 
-Seeds are the databases tuned here on other CPUs, pruned (:mod:`~.db_prune`): in a checkout
+Seeds are the databases tuned here on other CPUs, pruned (:mod:`~.prune`): in a checkout
 all of ``benchmarks/kernels``; in a wheel those of the embedded default (Inception V3 at
 75 px, package data ``tvm_ios/seeds``). They are keyed by zoo name and image size
 (:func:`~.kernel_db.find_kernels`). :func:`lookup` tries the cache, then the seeds;

@@ -7,9 +7,9 @@ schedule chosen after the stage log had grown, ran ``fused_conv2d36_add15_add162
 2.80 ms a call, 8 calls, 22.4 of its 55 ms, where the tuned sequential build took 35 ms in
 all. :func:`apply_covered` applies the database; each convolution or matmul kernel still
 untuned then is either named in a warning (with the fix), or, with ``cover`` trials, tuned
-into the database (:func:`~.tuning.tune_kernels`, its round for tasks without a record)
+into the database (:func:`~.search.tune_kernels`, its round for tasks without a record)
 and the database applied again. Pools, concatenations and element-wise kernels are not
-searched (:data:`~.tuning_tasks.ANCHORS`).
+searched (:data:`~.tasks.ANCHORS`).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def untuned_anchors(mod) -> list[str]:
 
 def apply_covered(mod, kernels, target=None, cover: int = 0, report: dict | None = None):
     """``mod`` legalized, fused and tuned from ``kernels``
-    (:func:`~.tuned_build.apply_kernels`), the convolution and matmul kernels the database
+    (:func:`~..kernels.tuned_build.apply_kernels`), the convolution and matmul kernels the database
     lacks tuned first with ``cover`` trials each.
 
     Parameters

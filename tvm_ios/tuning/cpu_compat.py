@@ -29,7 +29,7 @@ TUNING_HINTS = ("false-deps-", "fast-", "faster-", "slow-", "no-bypass-delay", "
                 "branchfusion", "ermsb", "fsrm")
 
 
-def _isa(features) -> set:
+def isa_features(features) -> set:
     return {f for f in features if not f.startswith(TUNING_HINTS)}
 
 
@@ -54,8 +54,8 @@ def incompatibility(tuned, here) -> str | None:
     system = _tvm.llvm_system_triple()
     if (a.get("mtriple") or system) != (b.get("mtriple") or system):
         return f"triple {a.get('mtriple') or system} is not {b.get('mtriple') or system}"
-    lacking = _isa(_tvm.llvm_cpu_features(_tvm.make_target(tuned))) \
-        - _isa(_tvm.llvm_cpu_features(_tvm.make_target(here)))
+    lacking = isa_features(_tvm.llvm_cpu_features(_tvm.make_target(tuned))) \
+        - isa_features(_tvm.llvm_cpu_features(_tvm.make_target(here)))
     if lacking:
         return f"{b.get('mcpu') or 'this CPU'} lacks {', '.join(sorted(lacking)[:6])}"
     return None

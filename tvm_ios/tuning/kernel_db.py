@@ -9,7 +9,7 @@ append-only) and a ``target.json`` naming the target they were tuned for:
 * ``serial/``: kernels tuned with one core and no ``parallel`` loop, what a vEU of the CPU
   vDevice runs inside an rProgram (a kernel inside a vEU runs on that vEU's thread only);
 * ``packed/``: the parallel variant's kernels tuned with meta_schedule's weight layout
-  rewrite (:mod:`~.prepack`): their weights are repacked once, at compile time;
+  rewrite (:mod:`~..kernels.prepack`): their weights are repacked once, at compile time;
 * ``serial-packed/``: the serial variant's kernels tuned so (a vEU's, whose packed weights
   are constants of its rProgram).
 
@@ -19,9 +19,9 @@ tuned for another target is applied only if this CPU runs its code (:mod:`~.cpu_
 builds then target the database's CPU): :func:`open_kernels` warns, naming both, and
 otherwise the build stays untuned. A line that is not valid JSON is skipped with its file
 and line named, and a build ranks a variant's records within the way its latest run timed
-them, cold or warm (:mod:`~.db_records`). What is committed are xz copies of the JSON
+them, cold or warm (:mod:`~.records`). What is committed are xz copies of the JSON
 files and of the stage log (:meth:`KernelDB.pack`), unpacked on first use, pruned to each
-workload's best records (:mod:`~.db_prune`).
+workload's best records (:mod:`~.prune`).
 """
 from __future__ import annotations
 
@@ -177,7 +177,7 @@ class KernelDB:
         return path.is_file() and path.stat().st_size > 0
 
     def database(self, variant: str, writable: bool = False, keep: int = 1):
-        """The meta_schedule ``JSONDatabase`` of a variant (:mod:`~.db_records`).
+        """The meta_schedule ``JSONDatabase`` of a variant (:mod:`~.records`).
 
         Read (what builds and record times use), corrupt lines are skipped, each named in a
         warning, and only the records that rank are read: where a workload has records
@@ -210,7 +210,7 @@ class KernelDB:
         """A short digest of the target and the record counts (read once): what a stage
         measured with these kernels is logged under."""
         if getattr(self, "_fingerprint", None) is None:
-            kept = self.meta.get("fingerprint")  # (pruned: :mod:`~.db_prune` kept it)
+            kept = self.meta.get("fingerprint")  # (pruned: :mod:`~.prune` kept it)
             if kept and kept.get("counts") == self._counts():
                 self._fingerprint = kept["value"]
                 return self._fingerprint

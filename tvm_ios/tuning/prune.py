@@ -2,8 +2,8 @@
 
 A database keeps every candidate its searches and retimings measured (Inception V3's packed
 variant on the Zen 3: 2,208 records for 59 workloads), but a build asks each kernel's best
-record only (:func:`~.db_records.best_lines`, ``keep=1``). :func:`prune` rewrites each variant
-to the records that rank by the timing of its latest run (:func:`~.db_records.ranked_lines`)
+record only (:func:`~.records.best_lines`, ``keep=1``). :func:`prune` rewrites each variant
+to the records that rank by the timing of its latest run (:func:`~.records.ranked_lines`)
 and, of those, each workload's ``keep`` best, drops the workloads no record is left for
 (renumbering the records' workload indices), and replaces the variant's run history by one
 entry saying what was pruned. The database's :attr:`~.kernel_db.KernelDB.fingerprint`, under

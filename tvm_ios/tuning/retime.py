@@ -1,7 +1,7 @@
 """Timing a database's best candidates again, without a search.
 
 A tuning record's time is only as good as the runner that took it: the parallel kernels of
-databases tuned before :func:`~.tuning._runner` set the runner's thread pool were timed on
+databases tuned before :func:`~..kernels.search.make_runner` set the runner's thread pool were timed on
 one thread (TVM's default on a 2-core VM), so the record that wins in them is the best
 *serial* run of a parallel kernel. :func:`retime_kernels` takes the ``top_k`` records of
 every workload, builds each candidate again from its trace and times it with the runner the
@@ -22,7 +22,7 @@ from typing import Callable
 
 from .. import _tvm
 from .kernel_db import KernelDB
-from .search import InProcessBuilder, _cores, _runner, cache_state, resolved
+from .search import InProcessBuilder, tuning_cores, make_runner, cache_state, resolved
 
 __all__ = ["RetimeReport", "retime_kernels"]
 
@@ -81,7 +81,7 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
     With ``source`` (another CPU's database, say) its best records are built for
     ``kernels``' target, timed here and appended to ``kernels``: a database of this CPU,
     every time in it measured here, seeded with the candidates that won there; a search
-    (:func:`~.tuning.tune_kernels`) goes on from them.
+    (:func:`~..kernels.search.tune_kernels`) goes on from them.
 
     Parameters
     ----------
@@ -89,7 +89,7 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
         The database; the new records are appended to it.
     variant : {"parallel", "serial", "packed"}
         Which kernel set. Timed by a pool of the target's cores, as
-        :func:`~.tuning.tune_kernels` times every variant (a serial kernel has no parallel
+        :func:`~..kernels.search.tune_kernels` times every variant (a serial kernel has no parallel
         loop: the pool's size does not change its time).
     top_k : int
         Candidates per workload.
@@ -105,8 +105,8 @@ def retime_kernels(kernels: KernelDB, variant: str = "parallel", top_k: int = 8,
     before = _best_traces(kernels, variant) if kernels.has(variant) else {}
     db = kernels.database(variant, writable=True)
     origin = source.database(variant, keep=top_k) if source is not None else db
-    runner = _runner(rpc, settings, _cores(kernels))
-    builder, workloads = InProcessBuilder(), _workloads(origin)
+    runner = make_runner(rpc, settings, tuning_cores(kernels))
+    builder, workloads = InProcessBuilder(), workloads_of(origin)
     start, timed, failed = time.perf_counter(), 0, 0
     for done, workload in enumerate(workloads, 1):
         records = list(origin.get_top_k(workload, top_k))
@@ -138,11 +138,11 @@ def _best_traces(kernels: KernelDB, variant: str) -> dict:
     """Workload key -> the trace of its best record, as builds rank them (the records of
     the timing of the variant's latest run, :mod:`.record_timing`)."""
     db = kernels.database(variant)
-    return {_tvm.structural_hash(w.mod): str(top[0].trace) for w in _workloads(db)
+    return {_tvm.structural_hash(w.mod): str(top[0].trace) for w in workloads_of(db)
             for top in [db.get_top_k(w, 1)] if top}
 
 
-def _workloads(db) -> list:
+def workloads_of(db) -> list:
     """The distinct workloads of a database's records."""
     seen, out = set(), []
     for record in db.get_all_tuning_records():

@@ -94,7 +94,7 @@ def kernel_roofline(mod, kernels, gbps: float, gflops: float,
     Parameters
     ----------
     mod : IRModule
-        Fused as :func:`~.tuned_build.fuse_for_tuning` leaves it, weights bound.
+        Fused as :func:`~..kernels.tuned_build.fuse_for_tuning` leaves it, weights bound.
     kernels : KernelDB
         The records (anything with :meth:`~.kernel_db.KernelDB.best_us`).
     gbps, gflops : float

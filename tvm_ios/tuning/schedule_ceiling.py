@@ -107,7 +107,7 @@ def kernel_calls(func):
 def concurrency_ceiling(mod, kernels, cores: int | None = None,
                         func_name: str = "main") -> Ceiling:
     """The bound of the module docstring for ``mod`` (fused as
-    :func:`~.tuned_build.fuse_for_tuning` leaves it, weights bound) and ``kernels`` (a
+    :func:`~..kernels.tuned_build.fuse_for_tuning` leaves it, weights bound) and ``kernels`` (a
     :class:`~.kernel_db.KernelDB`), on ``cores`` cores (default the database target's)."""
     cores = cores or int(kernels.target.attrs.get("num-cores", 1))
     marked = prepack.mark_layout_free(mod)

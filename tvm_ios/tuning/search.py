@@ -3,21 +3,21 @@
 Four sets of tasks (:mod:`.tuning_tasks`), one per variant of a :class:`~.kernel_db.KernelDB`:
 
 * ``parallel``: the fused PrimFuncs of the sequential build (``extract_tasks`` on the module
-  after :func:`~.tuned_build.fuse_for_tuning`), tuned for the whole CPU;
+  after :func:`~..kernels.tuned_build.fuse_for_tuning`), tuned for the whole CPU;
 * ``serial``: the PrimFuncs the CPU vDevice inlines into a vEU, i.e. every op (and glue op)
-  lowered alone as :func:`~.tvm_kernels.lower_bindings` lowers it, tuned for one core with
+  lowered alone as :func:`~..kernels.tvm_kernels.lower_bindings` lowers it, tuned for one core with
   parallelisation disabled in the search space (``ParallelizeVectorizeUnroll`` with
   ``max_jobs_per_core=-1``), so the schedule found is one a single thread runs.
 
 * ``packed``: the parallel variant's tasks with their weights marked layout-free, tuned with
-  meta_schedule's ``RewriteLayout`` post-processor (:mod:`~.prepack`: the sequential build
+  meta_schedule's ``RewriteLayout`` post-processor (:mod:`~..kernels.prepack`: the sequential build
   folds the weight rewrite at compile time);
 * ``serial-packed``: the serial variant's tasks with their weights marked layout-free, in
   the serial search space plus ``RewriteLayout`` (a vEU kernel's packed weights are folded
   into constants of its op before the kernel is inlined into an rProgram).
 
 The plain variants drop that post-processor, so each packed kernel is chosen against its
-plain one by their records (:func:`~.prepack.mark_packed`).
+plain one by their records (:func:`~..kernels.prepack.mark_packed`).
 
 Candidates are built in this process (:class:`InProcessBuilder`; the stock ``LocalBuilder``
 starts a process pool per batch, 20-30 s per task on 2 cores) and timed by ``LocalRunner``
@@ -129,7 +129,7 @@ def evaluator_config(settings):
                                      enable_cpu_cache_flush=False)
 
 
-def _runner(rpc, settings, cores: int = 1):
+def make_runner(rpc, settings, cores: int = 1):
     """meta_schedule's runner, local or RPC, timing as :func:`evaluator_config` says; a
     local one times kernels with ``cores`` threads (the parallel variant's target), not
     TVM's default of half the cores: the databases tuned before that had their parallel
@@ -175,13 +175,13 @@ def tune_kernels(mod, kernels: KernelDB, variants=VARIANTS,
         sequential build does not call are tuned as well.
     only : sequence of str
         Tune only the kernels whose task name matches one of these shell-style patterns
-        (:func:`~.tuning_tasks.chosen_tasks`); ``trials`` then counts their records only.
+        (:func:`~.tasks.chosen_tasks`); ``trials`` then counts their records only.
     """
     reports, runners = [], {}
 
     def runner_for(state, variant_settings):  # one pool for the variants timed alike
         if state not in runners:
-            runners[state] = _runner(rpc, variant_settings, _cores(kernels))
+            runners[state] = make_runner(rpc, variant_settings, tuning_cores(kernels))
         return runners[state]
 
     for variant in variants:
@@ -232,7 +232,7 @@ def cache_state(settings) -> str:
 
 def resolved(settings, kernels: KernelDB, variant: str) -> dict:
     """``settings`` with ``cold`` decided: as given, else as the variant's latest run timed
-    (:func:`~.db_records.preferred`; a new database: cold), so that a search or a cover run
+    (:func:`~.records.preferred`; a new database: cold), so that a search or a cover run
     on a database adds records of the timing its builds rank."""
     if settings.get("cold") is not None:
         return settings
@@ -264,7 +264,7 @@ def last_level_cache() -> int | None:
     return max(sizes)[1] if sizes else None
 
 
-def _cores(kernels: KernelDB) -> int:
+def tuning_cores(kernels: KernelDB) -> int:
     """The cores the parallel kernels are tuned for (their target's num-cores): the size of
     the one runner pool that times every variant (serial kernels have no parallel loop)."""
     return int(kernels.target_for("parallel").attrs.get("num-cores", 1))

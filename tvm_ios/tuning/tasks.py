@@ -2,13 +2,13 @@
 :class:`~.kernel_db.KernelDB` (:mod:`.tuning` tunes them).
 
 * ``parallel`` and ``packed``: the fused PrimFuncs of the sequential build (``extract_tasks``
-  on the module after :func:`~.tuned_build.fuse_for_tuning`), and those of the scheduled
+  on the module after :func:`~..kernels.tuned_build.fuse_for_tuning`), and those of the scheduled
   builds passed as ``also`` (a schedule that moves ops changes how TVM fuses them: the sum of
   two convolutions fuses into whichever runs later), each workload once;
 * ``serial`` and ``serial-packed``: every op (and glue op) lowered alone as
-  :func:`~.tvm_kernels.lower_bindings` lowers it for the CPU vDevice.
+  :func:`~..kernels.tvm_kernels.lower_bindings` lowers it for the CPU vDevice.
 
-The packed variants mark the weights layout-free (:func:`~.prepack.mark_layout_free`).
+The packed variants mark the weights layout-free (:func:`~..kernels.prepack.mark_layout_free`).
 """
 from __future__ import annotations
 

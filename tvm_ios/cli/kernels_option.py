@@ -1,0 +1,34 @@
+"""``--kernels DIR|auto|none``: the option every building verb takes, and what it opens.
+
+Its own module so that :mod:`.common` (loading models) and :mod:`.tune_kernels` (which
+imports :mod:`.common`) both use it without importing each other.
+"""
+from __future__ import annotations
+
+__all__ = ["add_kernels_option", "kernels_of"]
+
+
+def add_kernels_option(parser, default=None) -> None:
+    """``--kernels DIR|auto|none``: the kernel database every build of the verb applies."""
+    parser.add_argument("--kernels", metavar="DIR", default=default,
+                        help="kernel database of `tvm-ios tune-kernels` applied to every "
+                             "build (auto: this model's in the cache $TVM_IOS_CACHE, else "
+                             "a seed for its name, size and CPU, if any; none: untuned; "
+                             f"default {default or 'none'})")
+
+
+def kernels_of(args, name: str | None = None, mod=None):
+    """The :class:`~tvm_ios.tuning.kernel_db.KernelDB` of ``--kernels`` for this machine,
+    or None (untuned: none asked, none found, or tuned for another target, with a warning).
+    ``auto``: the model's own in the user's cache (needs its Relax module ``mod``), else a
+    seed (:func:`~tvm_ios.tuning.cache.lookup`)."""
+    from ..tuning.cache import lookup  # noqa: PLC0415
+    from ..tuning.kernel_db import open_kernels  # noqa: PLC0415
+
+    spec = getattr(args, "kernels", None)
+    if spec in (None, "none"):
+        return None
+    if spec == "auto":
+        path = lookup(name or args.model, args.image_size, mod)
+        return open_kernels(path) if path is not None else None
+    return open_kernels(spec)
