@@ -1,14 +1,56 @@
-"""Device specifications used by the analytical cost models.
+"""Hardware presets, one table: the GPU parts, and the devices the analytical models price.
 
-Figures are the vendors' published peaks (FP32, no tensor cores) and this CI machine's
-rough ones; the models use them for ranking, not for exact latencies.
+:data:`GPU_PARTS` holds what is published of each GPU part (SMs, per-SM limits, shared
+memory, architecture): the CPU/GPU vDevices of the rProgram engine
+(:mod:`tvm_ios.kernels.vdevice`) and the GPU entries of :data:`DEVICES` are derived from it,
+so an SM count or a shared-memory size is written once. :data:`DEVICES` adds the figures
+the analytical cost models use: the vendors' published peaks (FP32, no tensor cores) and
+this CI machine's rough ones; the models use them for ranking, not for exact latencies.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
-__all__ = ["DeviceSpec", "DEVICES", "get_device", "preset_for_target"]
+__all__ = ["DeviceSpec", "DEVICES", "GPUPart", "GPU_PARTS", "get_device", "preset_for_target"]
+
+KB = 1024
+
+
+@dataclass(frozen=True)
+class GPUPart:
+    """One GPU part as published (CUDA C Programming Guide's compute capability tables).
+
+    Parameters
+    ----------
+    sms : int
+        Streaming multiprocessors of the named part.
+    max_threads_per_sm, max_blocks_per_sm, regs_per_sm : int
+        Per-SM residency limits.
+    smem_per_sm_kb, smem_per_block_kb : int
+        Shared memory per SM and the most one block may use, KB.
+    arch : str
+        CUDA architecture (``sm_90``).
+    """
+
+    sms: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    regs_per_sm: int
+    smem_per_sm_kb: int
+    smem_per_block_kb: int
+    arch: str
+
+
+#: One GPU per architecture. Another part of the same architecture may have fewer SMs:
+#: programs are sized for the preset and checked against the real device where one is seen.
+GPU_PARTS = {
+    "v100": GPUPart(80, 2048, 32, 65536, 96, 96, "sm_70"),
+    "a100": GPUPart(108, 2048, 32, 65536, 164, 163, "sm_80"),
+    "a10": GPUPart(72, 1536, 16, 65536, 100, 99, "sm_86"),
+    "l4": GPUPart(58, 1536, 24, 65536, 100, 99, "sm_89"),
+    "h100": GPUPart(132, 2048, 32, 65536, 228, 227, "sm_90"),
+}
 
 
 @dataclass(frozen=True)
@@ -62,9 +104,12 @@ class DeviceSpec:
 
 
 DEVICES = {
-    "v100": DeviceSpec("v100", 80, 15700.0, 900.0, 4.0, 2.0, 2048, 96, 6144, 2),
-    "a100": DeviceSpec("a100", 108, 19500.0, 1555.0, 4.0, 2.0, 2048, 164, 40960, 2),
-    "h100": DeviceSpec("h100", 132, 66900.0, 3350.0, 3.0, 1.5, 2048, 228, 51200, 2),
+    "v100": DeviceSpec("v100", GPU_PARTS["v100"].sms, 15700.0, 900.0, 4.0, 2.0, 2048,
+                       GPU_PARTS["v100"].smem_per_sm_kb, 6144, 2),
+    "a100": DeviceSpec("a100", GPU_PARTS["a100"].sms, 19500.0, 1555.0, 4.0, 2.0, 2048,
+                       GPU_PARTS["a100"].smem_per_sm_kb, 40960, 2),
+    "h100": DeviceSpec("h100", GPU_PARTS["h100"].sms, 66900.0, 3350.0, 3.0, 1.5, 2048,
+                       GPU_PARTS["h100"].smem_per_sm_kb, 51200, 2),
     "cpu": DeviceSpec("cpu", 2, 100.0, 20.0, 1.0, 5.0, 4096, 32, 32768),
     # This CI CPU as TVM's default (untuned) llvm schedules use it: one core, kernels one
     # after another; peak and bandwidth are what such code reaches here, not the chip's.

@@ -54,7 +54,7 @@ class StageModule:
     """A stage ready to build: module, workload key, runtime inputs and a description.
 
     ``inputs`` are ``(shape, dtype)`` of the activations ``main`` takes first; weights come
-    after them and are bound to random constants at build time (see :mod:`.measure`).
+    after them and are bound to random constants at build time (see :mod:`.stage_timing`).
     ``description`` is plain data about the stage's ops (the XGBoost model's features).
     """
 
@@ -226,7 +226,7 @@ def op_stages(mod, target) -> list:
     are applied (weights bound and folded, :func:`~.stage_timing.prepare_stage`), one module per
     distinct stage signature.
 
-    What a judge's sequential side runs (:mod:`.fallback`) where a group is one op: an op
+    What a judge's sequential side runs (:mod:`.stage_judges`) where a group is one op: an op
     alone fuses otherwise than in the model (ResNeXt-29's last 1x1 convolution of a block
     with its bias only, where the model adds the shortcut into it), so a database tuned on
     the model's kernels alone holds no parallel kernel of it.

@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from ..hardware import GPU_PARTS
+
 __all__ = ["VDevice", "ResidencyError", "VDEVICES", "ARCH_PRESETS", "get_vdevice",
            "cpu_vdevice", "target_vdevice", "pool_threads", "register_budget"]
 
@@ -93,17 +95,19 @@ class VDevice:
 
 
 KB = 1024
-#: One GPU per architecture (CUDA C Programming Guide, compute capability tables; SM counts
-#: of the named part). Another part of the same architecture may have fewer SMs: the
-#: programs are sized for the preset, and checked against the real device where one is seen.
-VDEVICES = {
-    "a100": VDevice("a100", 108, 2048, 32, 65536, 164 * KB, 163 * KB, "gpu", "sm_80", KB,
-                    "a100"),
-    "a10": VDevice("a10", 72, 1536, 16, 65536, 100 * KB, 99 * KB, "gpu", "sm_86", KB, "a100"),
-    "l4": VDevice("l4", 58, 1536, 24, 65536, 100 * KB, 99 * KB, "gpu", "sm_89", KB, "a100"),
-    "h100": VDevice("h100", 132, 2048, 32, 65536, 228 * KB, 227 * KB, "gpu", "sm_90", KB,
-                    "h100"),
-}
+#: The cost preset each vDevice's programs are priced with (:data:`~tvm_ios.hardware.DEVICES`).
+_COST_DEVICE = {"a100": "a100", "a10": "a100", "l4": "a100", "h100": "h100"}
+
+
+def _from_part(name: str) -> VDevice:
+    part = GPU_PARTS[name]
+    return VDevice(name, part.sms, part.max_threads_per_sm, part.max_blocks_per_sm,
+                   part.regs_per_sm, part.smem_per_sm_kb * KB, part.smem_per_block_kb * KB,
+                   "gpu", part.arch, KB, _COST_DEVICE[name])
+
+
+#: One vDevice per GPU part of :data:`~tvm_ios.hardware.GPU_PARTS` that runs rPrograms.
+VDEVICES = {name: _from_part(name) for name in _COST_DEVICE}
 #: CUDA architecture -> preset.
 ARCH_PRESETS = {"sm_80": "a100", "sm_86": "a10", "sm_89": "l4", "sm_90": "h100",
                 "sm_90a": "h100"}

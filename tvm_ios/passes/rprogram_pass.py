@@ -4,7 +4,7 @@ After :class:`~tvm_ios.passes.ios_pass.IOSPass` (or with the schedule it records
 plans rPrograms with a policy (``"ios"``: one per concurrent stage of two or more groups;
 ``"wavefront"``: Rammer's Algorithm 1 over the whole graph), lowers every op of a program
 with TVM's own kernels and combines them into one kernel per rProgram, through one of two
-backends (:mod:`._rprogram_backends`): for ``llvm`` a PrimFunc of the CPU vDevice called
+backends (:mod:`.rprogram_backends`): for ``llvm`` a PrimFunc of the CPU vDevice called
 with ``call_tir``; for a CUDA or OpenCL target a persistent kernel built here by TVM's TIR
 pipeline tail, attached as an external module and called with ``call_dps_packed``, so that
 ``tvm.compile(mod, target)`` links it beside TVM's own kernels of the other ops (the GPU

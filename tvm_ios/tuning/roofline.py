@@ -6,7 +6,7 @@ PrimFunc); on a machine that reads memory at ``gbps`` and computes at ``gflops``
 does that in less than the larger of the two times, its *roofline*. The call's record (the
 database's ``parallel`` or ``packed`` one, whichever is faster: what a sequential build runs)
 against its roofline says how much better kernels could win, whatever the schedule; the
-concurrency ceiling (:mod:`.ceiling`) says what the schedule can win with these kernels.
+concurrency ceiling (:mod:`.schedule_ceiling`) says what the schedule can win with these kernels.
 
 Calls are grouped by the spatial size of their output (``H x W`` of an ``NCHW`` or ``NCHWc``
 result; ``other`` for other ranks, ``no weights`` for calls without constant arguments, whose

@@ -1,6 +1,6 @@
 """Tuning the kernels a build really calls with TVM's own tuner (meta_schedule).
 
-Four sets of tasks (:mod:`.tuning_tasks`), one per variant of a :class:`~.kernel_db.KernelDB`:
+Four sets of tasks (:mod:`.tasks`), one per variant of a :class:`~.kernel_db.KernelDB`:
 
 * ``parallel``: the fused PrimFuncs of the sequential build (``extract_tasks`` on the module
   after :func:`~..kernels.tuned_build.fuse_for_tuning`), tuned for the whole CPU;

@@ -1,5 +1,5 @@
 """Which kernels a build calls, as meta_schedule tasks: one set per variant of a
-:class:`~.kernel_db.KernelDB` (:mod:`.tuning` tunes them).
+:class:`~.kernel_db.KernelDB` (:mod:`.search` tunes them).
 
 * ``parallel`` and ``packed``: the fused PrimFuncs of the sequential build (``extract_tasks``
   on the module after :func:`~..kernels.tuned_build.fuse_for_tuning`), and those of the scheduled
