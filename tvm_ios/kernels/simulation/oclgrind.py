@@ -3,7 +3,7 @@
 Oclgrind (Debian ``oclgrind``) interprets OpenCL C work-item by work-item: it reports
 out-of-bounds accesses, barriers not reached by a whole work-group and, with
 ``--data-races``, data races. A kernel runs in a child process (``python
-_oclgrind_worker.py`` under the ``oclgrind`` wrapper, pyopencl on the simulator's platform)
+worker.py`` under the ``oclgrind`` wrapper, pyopencl on the simulator's platform)
 with one simulator thread per vEU at least, so that spinning work-groups cannot starve the
 ones they wait for (fewer threads end with the bounded-wait error instead).
 
@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 #: Set (e.g. by CI) to make a missing Oclgrind an error rather than a skip.
 REQUIRE_ENV = "TVM_IOS_REQUIRE_OCLGRIND"
-_WORKER = Path(__file__).with_name("_oclgrind_worker.py")
+_WORKER = Path(__file__).with_name("worker.py")
 _GROUP = re.compile(r"Group\((\d+),(\d+),(\d+)\)")
 
 

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 #: ``oclgrind::RaceDetector::insertKernelRace(oclgrind::RaceDetector::Race const&)``
 SHIM_SYMBOL = "_ZN8oclgrind12RaceDetector16insertKernelRaceERKNS0_4RaceE"
 
-_SOURCE = f"""/* tvm-ios: drop Oclgrind's reports of races across work-groups (see oclgrind_shim.py) */
+_SOURCE = f"""/* tvm-ios: drop Oclgrind's reports of races across work-groups (see tvm_ios/kernels/simulation/shim.py) */
 void {SHIM_SYMBOL}(void *self, const void *race) {{
     (void)self;
     (void)race;

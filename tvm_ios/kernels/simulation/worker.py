@@ -3,7 +3,7 @@
 A standalone script (numpy and pyopencl only, no TVM): it runs under the ``oclgrind``
 wrapper, which makes the Oclgrind simulator the process's OpenCL platform. Usage::
 
-    oclgrind [--data-races] --num-threads N python _oclgrind_worker.py DIR
+    oclgrind [--data-races] --num-threads N python worker.py DIR
 
 ``DIR/spec.json`` names the source file, the kernels (``zero`` then ``main``), the main
 kernel's parameters in order, the work sizes, the outputs and the launches; ``DIR/inputs.npz``
