@@ -103,3 +103,14 @@ def test_the_wheel_ships_the_default_models_seeds_and_finds_them_installed(tmp_p
     roots, found = shown.stdout.splitlines()
     assert roots == f"[PosixPath('{site / 'tvm_ios' / 'seeds'}')]"
     assert found.startswith(str(site / "tvm_ios" / "seeds"))
+
+
+def test_a_corrupt_cache_entry_is_skipped_with_a_warning_naming_it(cache, caplog):
+    mod, _ = models.get("squeezenet", image_size=64)
+    own = cache_dir("squeezenet", mod)
+    KernelDB(own, host_target(), create=True)
+    (own / "target.json").write_text('{"target": {"kind": "llv')  # (cut off mid-write)
+    with caplog.at_level(logging.WARNING):
+        found = lookup("squeezenet", 64, mod)
+    assert found != own and found is not None  # (a seed instead)
+    assert f"kernel cache entry {own} is corrupt" in caplog.text

@@ -37,6 +37,9 @@ def add_parser(subparsers) -> None:
                         help="run this library from `tvm-ios compile` instead of compiling")
     parser.add_argument("--repeat", type=int, default=3, help="timing repeats (median)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random input")
+    parser.add_argument("--tune", type=float, metavar="SECONDS", default=None,
+                        help="first tune the model's kernels into the cache for about this "
+                             "long (resumable: a rerun goes on from there), then run with them")
     parser.set_defaults(handler=run)
 
 
@@ -60,6 +63,12 @@ def run(args) -> int:
         print(f"tvm-ios run: error: {missing}", file=sys.stderr)
         return 1
     mod, params, name = load_model(args)
+    if getattr(args, "tune", None) and not args.lib:
+        from .run_tune import tune_first  # noqa: PLC0415
+
+        code = tune_first(args, name, mod)
+        if code:
+            return code
     size_thread_pool(args.target)
     if args.lib:
         result, doc, label = _run_library(args, mod, params)

@@ -135,12 +135,8 @@ def run(args) -> int:
     from .. import _tvm  # noqa: PLC0415
     from ..runtime.rpc import RPCError, check_tracker, parse_tracker  # noqa: PLC0415
     from ..tuning.cache import cache_dir  # noqa: PLC0415
-    from ..tuning.kernel_db import KernelDB, host_target  # noqa: PLC0415
-    from ..tuning.search import tune_kernels  # noqa: PLC0415
-    from ..cost.stage_module import op_stages  # noqa: PLC0415
-    from ..passes.dedup_ops import DedupOps  # noqa: PLC0415
-    from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
-    from ..passes.blocked_layout import in_layout  # noqa: PLC0415
+    from ..tuning.db_lock import db_lock  # noqa: PLC0415
+    from ..tuning.kernel_db import host_target  # noqa: PLC0415
 
     target = _tvm.make_target(args.target) if args.target else host_target()
     if target.kind.name != "llvm":
@@ -155,6 +151,21 @@ def run(args) -> int:
         return 2
     mod, params, name = load_model(args)
     path = args.db or cache_dir(name, mod, target)  # (the user's cache: kernel_cache)
+    with db_lock(path):  # (a second tuning process waits: no record lost)
+        return _tune_into(args, path, target, rpc, mod, params, name)
+
+
+def _tune_into(args, path, target, rpc, mod, params, name) -> int:
+    """Tune into the database at ``path`` (its lock held); print and ``--json`` the reports."""
+    from .. import _tvm  # noqa: PLC0415
+    from ..cost.stage_module import op_stages  # noqa: PLC0415
+    from ..passes.blocked_layout import in_layout  # noqa: PLC0415
+    from ..passes.dedup_ops import DedupOps  # noqa: PLC0415
+    from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
+    from ..runtime.rpc import RPCError  # noqa: PLC0415
+    from ..tuning.kernel_db import KernelDB  # noqa: PLC0415
+    from ..tuning.search import tune_kernels  # noqa: PLC0415
+
     kernels = KernelDB(path, target, create=True)
     if not kernels.matches(target):
         raise ValueError(f"{path} holds kernels for {kernels.name}, not {target}: pick "

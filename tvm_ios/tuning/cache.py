@@ -24,7 +24,8 @@ from pathlib import Path
 from .. import _tvm
 from .kernel_db import VARIANTS, KernelDB, find_kernels, host_target, target_name
 
-__all__ = ["cache_dir", "cache_root", "lookup", "model_key", "seed_roots", "tune_hint"]
+__all__ = ["cache_dir", "cache_root", "lookup", "model_key", "seconds_per_trial", "seed_roots",
+           "tune_hint"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def lookup(name: str, image_size: int | None, mod=None, target=None) -> Path | N
     warns); None when there is none, after logging :func:`tune_hint` once."""
     if mod is not None:
         own = cache_dir(name, mod, target)
-        if (own / "target.json").is_file():
+        if (own / "target.json").is_file() and _readable(own):
             return own
     for root in seed_roots():
         found = find_kernels(name, image_size, target, root=root)
@@ -78,6 +79,18 @@ def lookup(name: str, image_size: int | None, mod=None, target=None) -> Path | N
         _HINTED.add(hint)
         logger.warning(hint)
     return None
+
+
+def _readable(path: Path) -> bool:
+    """Whether the cache entry ``path`` opens as a database; a corrupt one is skipped with a
+    warning naming it (tuning again, or removing it, makes a new one)."""
+    try:
+        KernelDB(path)
+    except (ValueError, KeyError, TypeError, OSError) as err:  # (json errors are ValueErrors)
+        logger.warning("kernel cache entry %s is corrupt (%s: %s): skipped", path,
+                       type(err).__name__, str(err).splitlines()[0][:120] if str(err) else "")
+        return False
+    return True
 
 
 def _writable(seed: Path, root: Path) -> Path:
@@ -92,7 +105,7 @@ def _writable(seed: Path, root: Path) -> Path:
     return copy
 
 
-def _seconds_per_trial(name: str) -> float | None:
+def seconds_per_trial(name: str) -> float | None:
     """Mean tuning wall time per measured trial in the seeds of ``name`` (None if none)."""
     wall = trials = 0.0
     for root in seed_roots():
@@ -108,11 +121,12 @@ def tune_hint(name: str, image_size: int | None, target=None) -> str:
     """One line: no tuned kernels for this model here, the command that tunes them into the
     cache, and about how long it takes (from the seeds' tuning histories, when any)."""
     size = f" --image-size {image_size}" if image_size is not None else ""
-    per_trial = _seconds_per_trial(name)
+    per_trial = seconds_per_trial(name)
     variants = len(VARIANTS)  # (tune-kernels tunes all four by default)
     took = (f" (about {per_trial * DEFAULT_TRIALS * variants / 60:.0f} min at "
             f"{DEFAULT_TRIALS} trials a variant, as on the CPUs it was tuned on)"
             if per_trial else "")
     return (f"no tuned kernels for {name} on {target_name(target or host_target())}: "
             f"building untuned; `tvm-ios tune-kernels --model {name}{size}` tunes them into "
-            f"{cache_root()}{took}")
+            f"{cache_root()}{took}, `tvm-ios run --model {name}{size} --tune SECONDS` within "
+            "a budget")
