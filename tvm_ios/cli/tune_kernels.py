@@ -106,7 +106,7 @@ def add_kernels_option(parser, default=None) -> None:
 def kernels_of(args, name: str | None = None):
     """The :class:`~tvm_ios.kernels.kernel_db.KernelDB` of ``--kernels`` for this machine,
     or None (untuned: none asked, none found, or tuned for another target, with a warning)."""
-    from ..kernels.kernel_db import find_kernels, open_kernels  # noqa: PLC0415
+    from ..kernels.kernel_db import find_kernels, open_kernels
 
     spec = getattr(args, "kernels", None)
     if spec in (None, "none"):
@@ -151,14 +151,14 @@ def run(args) -> int:
     if missing:
         print(f"tvm-ios tune-kernels: error: {missing}", file=sys.stderr)
         return 2
-    from .. import _tvm  # noqa: PLC0415
-    from ..runtime.rpc import RPCError, check_tracker, parse_tracker  # noqa: PLC0415
-    from ..kernels.kernel_db import KernelDB, default_kernels_dir, host_target  # noqa
-    from ..kernels.tuning import tune_kernels  # noqa: PLC0415
-    from ..cost.stage_module import op_stages  # noqa: PLC0415
-    from ..passes.dedup_ops import DedupOps  # noqa: PLC0415
-    from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
-    from ..passes.blocked_layout import in_layout  # noqa: PLC0415
+    from .. import _tvm
+    from ..runtime.rpc import RPCError, check_tracker, parse_tracker
+    from ..kernels.kernel_db import KernelDB, default_kernels_dir, host_target
+    from ..kernels.tuning import tune_kernels
+    from ..cost.stage_module import op_stages
+    from ..passes.dedup_ops import DedupOps
+    from ..passes.trim_dead_taps import TrimDeadTaps
+    from ..passes.blocked_layout import in_layout
 
     target = _tvm.make_target(args.target) if args.target else host_target()
     if target.kind.name != "llvm":
@@ -214,7 +214,7 @@ def run(args) -> int:
 
 def _set_layout(kernels, layout: str) -> None:
     """Record ``layout`` in a new database; an error for one tuned in another layout."""
-    from ..kernels.blocked_conv import parse_layout  # noqa: PLC0415
+    from ..kernels.blocked_conv import parse_layout
 
     parse_layout(layout)  # (an unknown name is an error before anything is written)
     if layout == kernels.layout:
@@ -233,7 +233,7 @@ def scheduled_builds(mod, kernels) -> list:
     them, and a fused kernel the database lacks runs untuned (RandWire's stages build had
     one conv taking 7.5 of its 30 ms). A rerun after ``tvm-ios tune --kernels`` covers the
     kernels of the schedules its log leads to."""
-    from ..relax_pipeline import pipeline  # noqa: PLC0415
+    from ..relax_pipeline import pipeline
 
     out = []
     with kernels.target:
@@ -246,7 +246,7 @@ def scheduled_builds(mod, kernels) -> list:
 def _cold(args, params) -> bool:
     """``--cold``/``--warm``, else cold where the model's weights exceed this CPU's
     last-level cache (:func:`~tvm_ios.kernels.tuning.timing_for`)."""
-    from ..kernels.tuning import timing_for  # noqa: PLC0415
+    from ..kernels.tuning import timing_for
 
     if args.cold or args.warm:
         return args.cold
@@ -256,8 +256,8 @@ def _cold(args, params) -> bool:
 
 def _retime(args, kernels, rpc, name, params) -> int:
     """``--retime K``: the K best records of every workload timed again, per variant."""
-    from ..kernels.kernel_db import KernelDB  # noqa: PLC0415
-    from ..kernels.retime import retime_kernels  # noqa: PLC0415
+    from ..kernels.kernel_db import KernelDB
+    from ..kernels.retime import retime_kernels
 
     source = KernelDB(args.source) if args.source else None
     origin = source or kernels

@@ -165,7 +165,7 @@ def stage_tag(groups: Sequence[Sequence[int]], merge: bool, engine: str = "rprog
 
 def _concurrent(mod, ext: Extraction, signer: StageSigner, groups, order, engine: str):
     """``mod`` with the stage recorded as one concurrent stage of its own op names."""
-    from ..passes.apply_schedule import record_schedule  # noqa: PLC0415  (passes import cost)
+    from ..passes.apply_schedule import record_schedule
 
     emitted: list[int] = []
     for index in order:
@@ -233,7 +233,7 @@ def op_stages(mod, target) -> list:
     with its bias only, where the model adds the shortcut into it), so a database tuned on
     the model's kernels alone holds no parallel kernel of it.
     """
-    from .measure import prepare_stage  # noqa: PLC0415  (measure imports this module)
+    from .measure import prepare_stage
 
     ext = extract(mod["main"])
     signer = StageSigner(ext)

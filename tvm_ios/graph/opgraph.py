@@ -148,7 +148,7 @@ class OpGraph:
         (concat, split, reshape, residual adds) only carry edges; unknown ops become
         unschedulable units, with a warning. See :mod:`tvm_ios.graph.extract`.
         """
-        from .extract import extract  # noqa: PLC0415  (keeps this module free of TVM)
+        from .extract import extract
 
         func = mod_or_func[func_name] if hasattr(mod_or_func, "functions") else mod_or_func
         return extract(func, name=func_name).graph

@@ -112,7 +112,7 @@ class RProgramPass:
                              "unset to take the current one")
         return self.target
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"RProgramPass: module has no function {self.func_name!r}")
         self._use(self._target())
@@ -146,7 +146,7 @@ class RProgramPass:
         bindings = list(ext.func.body.blocks[ext.block_index].bindings)
         rops = self.backend.rops(graph, members, bindings)
         if self.policy == "instances":  # GraphTurbo instances as rTasks
-            from ._instance_regions import plan_instance_items  # noqa: PLC0415
+            from ._instance_regions import plan_instance_items
 
             return plan_instance_items(mod, ext, graph, members, rops, self.backend,
                                        self.func_name, self.max_ops)
