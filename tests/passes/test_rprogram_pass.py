@@ -5,6 +5,7 @@ import tvm
 from tvm_ios import _tvm
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.kernels.bounded_wait import BoundedWaitError
+from tvm_ios.kernels.regions import RegionItem
 from tvm_ios.kernels.rprogram import RTask
 from tvm_ios.kernels.simulator import simulate
 from tvm_ios.kernels.vdevice import pool_threads
@@ -110,8 +111,8 @@ def _with_wait(monkeypatch, waits):
     def planned(*args, **kwargs):
         schedule, items = plan(*args, **kwargs)
         for item in items:
-            if item[0] == "region" and item[2].num_veus > 1:
-                item[2].prog[1].append(RTask(kind="barrier", waits=waits))
+            if isinstance(item, RegionItem) and item.program.num_veus > 1:
+                item.program.prog[1].append(RTask(kind="barrier", waits=waits))
         return schedule, items
     monkeypatch.setattr(rprogram_pass, "plan_regions", planned)
 

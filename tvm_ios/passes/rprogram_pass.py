@@ -30,7 +30,7 @@ from ..kernels.tvm_kernels import UnsupportedKernel
 from ..schedule.ios import ios_schedule
 from ..schedule.schedule import Schedule, ScheduleError
 from ..schedule.validate import validate_schedule
-from ..kernels.regions import MAX_PROGRAM_OPS, augment, binding_deps, plan_regions
+from ..kernels.regions import MAX_PROGRAM_OPS, RegionItem, augment, binding_deps, plan_regions
 from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND
 from ._rprogram_backends import default_cost_model, make_backend
 from .apply_schedule import record_schedule, schedule_of
@@ -127,7 +127,7 @@ class RProgramPass:
         mod[mod.get_global_var(self.func_name)] = rewriter.with_checks(new_func)
         mod = self.backend.finish(mod)
         self.programs = rewriter.built
-        regions = self.planned = sum(kind == "region" for kind, *_ in items)
+        regions = self.planned = sum(isinstance(item, RegionItem) for item in items)
         logger.info("RProgramPass: %d rPrograms built, %d kept as own kernels",
                     len(rewriter.built), regions - len(rewriter.built))
         if not rewriter.built:  # nothing to run on vEUs: keep the bindings' order, which
@@ -192,10 +192,10 @@ class _RegionRewriter(_tvm.PyExprMutator):
             return super().visit_dataflow_block_(block)
         self.builder_._begin_dataflow_block()
         for item in self.items:
-            if item[0] == "region":
-                self._emit_region(item[1], item[2])
+            if isinstance(item, RegionItem):
+                self._emit_region(item.ops, item.program)
             else:
-                for index in self.members[item[1]]:
+                for index in self.members[item.op]:
                     self._emit(index)
         for index in range(len(self.bindings)):
             self._emit(index)
