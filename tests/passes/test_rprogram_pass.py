@@ -10,7 +10,7 @@ from tvm_ios.kernels.rprogram import RTask
 from tvm_ios.kernels.simulator import simulate
 from tvm_ios.kernels.vdevice import pool_threads
 from tvm_ios.passes.ios_pass import IOSPass
-from tvm_ios.passes.rprogram_pass import RProgramPass
+from tvm_ios.passes.rprogram_pass import RProgramPass, rprograms_of
 from tvm_ios.runtime.compare import build, compare_modules, random_inputs, run
 from tvm_ios.testing import dag_model
 
@@ -33,6 +33,10 @@ def test_ios_policy_matches_original(seed):
     tvm.ir.assert_structural_equal(mod, before)
     for program in rewrite.programs:
         simulate(program)
+    report = rprograms_of(new)  # recorded on the module: what the pass's attributes hold
+    assert report.planned == rewrite.planned >= len(report.programs)
+    assert [str(p) for p in report.programs] == [str(p) for p in rewrite.programs]
+    assert rprograms_of(mod) is None
     result = compare_modules(mod, new, params)
     assert result.max_abs_diff <= 1e-5 * max(1.0, result.max_abs_value)
 

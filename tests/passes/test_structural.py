@@ -10,7 +10,7 @@ from tvm.script.parser import parse
 
 from tvm_ios.passes.apply_schedule import SCHEDULE_ATTR, schedule_of
 from tvm_ios.passes.ios_pass import IOSPass
-from tvm_ios.passes.rprogram_pass import RProgramPass
+from tvm_ios.passes.rprogram_pass import RPROGRAMS_ATTR, RProgramPass, rprograms_of
 from tvm_ios.testing import Concurrent, MergeFriendly
 
 
@@ -222,5 +222,8 @@ def _as_parsed(mod):
 def test_rprogram_pass_emits_one_call_tir_with_its_workspace():
     after = RProgramPass("ios", num_veus=2, cost_model=Concurrent())(ProgramBefore)
     assert _stages(after) == [("concurrent", [["m1"], ["m2"]])]
-    tvm.ir.assert_structural_equal(_as_parsed(after.without_attr(SCHEDULE_ATTR)),
-                                   ProgramExpected)
+    report = rprograms_of(after)  # the module says what was built, the pass keeps nothing
+    assert report.planned == 1 and [p.name for p in report.programs] == ["main_ios_stage0"]
+    assert [[t.op for t in tasks] for tasks in report.programs[0].prog] == [["m1"], ["m2"]]
+    after = after.without_attr(SCHEDULE_ATTR).without_attr(RPROGRAMS_ATTR)
+    tvm.ir.assert_structural_equal(_as_parsed(after), ProgramExpected)

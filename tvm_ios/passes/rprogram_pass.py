@@ -14,18 +14,24 @@ Sequential stages keep their own kernels. A program that cannot be built (an op 
 to something other than one kernel, a tensor flowing through a free op inside the program)
 keeps its ops' own kernels with a warning.
 
+What a run built is recorded on the module it returns (read it with :func:`rprograms_of`);
+the pass's ``programs`` and ``planned`` also keep its last run's, for older callers.
+
 The target is the one the module is compiled for: ``target=None`` takes
 ``tvm.target.Target.current()`` (``llvm`` when there is none) when the pass runs, and an
 explicit target that differs from the current one in kind or architecture is an error.
 """
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import dataclass
 
 from tvm import relax
 
 from .. import _tvm
 from ..graph.extract import extract
+from ..kernels.rprogram import RProgram
 from ..kernels.tvm_kernels import UnsupportedKernel
 from ..schedule.ios import ios_schedule
 from ..schedule.schedule import Schedule, ScheduleError
@@ -35,10 +41,42 @@ from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND
 from ._rprogram_backends import default_cost_model, make_backend
 from .apply_schedule import record_schedule, schedule_of
 
-__all__ = ["RProgramPass", "POLICIES"]
+__all__ = ["RProgramPass", "POLICIES", "RPROGRAMS_ATTR", "RProgramReport", "rprograms_of"]
 
 logger = logging.getLogger(__name__)
 POLICIES = ("ios", "wavefront", "instances")
+
+#: Module attribute holding ``{function name: {"planned": n, "programs": [rProgram dict]}}``.
+RPROGRAMS_ATTR = "tvm_ios.rprograms"
+
+
+@dataclass
+class RProgramReport:
+    """What ``RProgramPass`` did to one function: the rPrograms it built (each one kernel)
+    and how many its policy planned (the others kept their ops' own kernels)."""
+
+    programs: list[RProgram]
+    planned: int
+
+
+def rprograms_of(mod, func_name: str = "main") -> RProgramReport | None:
+    """The report ``RProgramPass`` recorded on ``mod`` for ``func_name``, or None."""
+    if mod.attrs is None or RPROGRAMS_ATTR not in mod.attrs:
+        return None
+    stored = json.loads(str(mod.attrs[RPROGRAMS_ATTR])).get(func_name)
+    if stored is None:
+        return None
+    return RProgramReport([RProgram.from_json(p) for p in stored["programs"]],
+                          int(stored["planned"]))
+
+
+def _record_programs(mod, func_name: str, programs: list, planned: int):
+    """``mod`` with the run's report for ``func_name`` added to :data:`RPROGRAMS_ATTR`."""
+    stored = {}
+    if mod.attrs is not None and RPROGRAMS_ATTR in mod.attrs:
+        stored = json.loads(str(mod.attrs[RPROGRAMS_ATTR]))
+    stored[func_name] = {"planned": planned, "programs": [p.to_dict() for p in programs]}
+    return mod.with_attr(RPROGRAMS_ATTR, json.dumps(stored, default=str))
 
 
 @_tvm.module_pass(opt_level=0, name="tvm_ios.RProgramPass")
@@ -132,6 +170,7 @@ class RProgramPass:
                     len(rewriter.built), regions - len(rewriter.built))
         if not rewriter.built:  # nothing to run on vEUs: keep the bindings' order, which
             mod = original      # decides how the build fuses (and finds tuned kernels)
+        mod = _record_programs(mod, self.func_name, rewriter.built, regions)
         return record_schedule(mod, self.func_name, schedule)
 
     def _schedule(self, mod, graph) -> Schedule:
