@@ -52,7 +52,7 @@ def _builds(model: str, args):
     import tvm
 
     from tvm_ios import models
-    from tvm_ios.passes._graphturbo_attr import load
+    from tvm_ios.passes.graphturbo_attr import load
     from tvm_ios.passes.graphturbo_rprogram import GraphTurboRProgramPass
     from tvm_ios.passes.group_subgraphs import GroupSubgraphs
     from tvm_ios.passes.order_instances import OrderInstances

@@ -88,7 +88,7 @@ def run(args) -> int:
 
 def _rprogram(mod, args, result):
     """The instances as rTasks for ``--target``; prints programs and traffic."""
-    from tvm_ios.passes._graphturbo_attr import load
+    from tvm_ios.passes.graphturbo_attr import load
     from tvm_ios.passes.graphturbo_rprogram import GraphTurboRProgramPass
 
     rewrite = GraphTurboRProgramPass(args.hw, target=args.target, order=args.order,

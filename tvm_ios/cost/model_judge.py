@@ -26,7 +26,7 @@ from typing import Callable
 
 from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule
-from .fallback import in_turn
+from .stage_judges import in_turn
 from .log import LogRecord, MeasureLog
 
 __all__ = ["ranked_stages", "candidate_sizes", "keep_only", "ModelJudge", "Verdict",
@@ -199,7 +199,7 @@ def judge_module(mod, decisions: list[dict], lower=None, log=None, target="llvm"
     from ..graph.extract import extract
     from ..passes.apply_schedule import record_schedule, schedule_of
     from ..runtime.compare import caller, random_inputs
-    from .measure import Measurer
+    from .stage_timing import Measurer
 
     probe = Measurer(target)
     fingerprint = kernels.fingerprint if kernels is not None else "none"
