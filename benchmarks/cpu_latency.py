@@ -46,17 +46,17 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_latency_report import COLUMNS, provenance, render, write_results  # noqa: E402
+from cpu_latency_report import COLUMNS, provenance, render, write_results
 
-from tvm_ios import _tvm, models  # noqa: E402
-from tvm_ios.bench import cpu_baselines as cb  # noqa: E402
-from tvm_ios.bench import cpu_builds  # noqa: E402
-from tvm_ios.bench.compute_floor import compute_floor  # noqa: E402
-from tvm_ios.bench.memory_floor import memory_floor  # noqa: E402
-from tvm_ios.tuning.schedule_ceiling import concurrency_ceiling  # noqa: E402
-from tvm_ios.tuning.kernel_db import default_kernels_dir, open_kernels  # noqa: E402
-from tvm_ios.tuning.roofline import kernel_roofline  # noqa: E402
-from tvm_ios.kernels.tuned_build import fuse_for_tuning  # noqa: E402
+from tvm_ios import _tvm, models
+from tvm_ios.bench import cpu_baselines as cb
+from tvm_ios.bench import cpu_builds
+from tvm_ios.bench.compute_floor import compute_floor
+from tvm_ios.bench.memory_floor import memory_floor
+from tvm_ios.tuning.schedule_ceiling import concurrency_ceiling
+from tvm_ios.tuning.kernel_db import default_kernels_dir, open_kernels
+from tvm_ios.tuning.roofline import kernel_roofline
+from tvm_ios.kernels.tuned_build import fuse_for_tuning
 
 
 
@@ -76,7 +76,7 @@ def _measurer(kernels, args):
     roofline, as ``--no-measure-fallback`` asks."""
     if args.no_measure_fallback or kernels is None:
         return None
-    from tvm_ios.cost.stage_judges import judge_measurer  # noqa: PLC0415
+    from tvm_ios.cost.stage_judges import judge_measurer
 
     return judge_measurer(kernels.target)
 
@@ -249,7 +249,7 @@ def _time_columns(runners, t, x, reference, args) -> dict:
 def _profiles(runners, info, t, x) -> dict:
     """Top kernels of the tuned TVM builds, top ops of PyTorch eager and top nodes of ONNX
     Runtime (sequential), at ``t`` threads."""
-    from tvm_ios.bench.cpu_profile import (  # noqa: PLC0415
+    from tvm_ios.bench.cpu_profile import (
         kernel_profile, onnx_profile, torch_profile)
 
     builds = {"TVM tuned sequential": info["TVM tuned sequential"],

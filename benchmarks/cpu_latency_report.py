@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import cpu_latency_bounds as bounds  # noqa: E402
+import cpu_latency_bounds as bounds
 
 COLUMNS = ("PyTorch eager", "torch.compile", "ONNX Runtime sequential",
            "ONNX Runtime parallel", "TVM default", "TVM tuned sequential",
@@ -50,7 +50,7 @@ def provenance(argv) -> dict:
     (``tvm_ios.bench.provenance``) is used when it exists; this fallback has its fields.
     """
     try:
-        from tvm_ios.bench.provenance import provenance as shared  # noqa: PLC0415
+        from tvm_ios.bench.provenance import provenance as shared
         return shared(argv)
     except ImportError:
         pass
@@ -67,7 +67,7 @@ def _now() -> str:
 
 
 def _versions() -> dict:
-    import importlib.metadata as md  # noqa: PLC0415
+    import importlib.metadata as md
 
     out = {"python": platform.python_version()}
     for key, dist in (("tvm", "apache-tvm"), ("tvm_ffi", "apache-tvm-ffi"), ("numpy", "numpy"),
@@ -84,12 +84,12 @@ def _versions() -> dict:
 def write_results(path, results, started: dict) -> Path:
     """``{"provenance", "results"}`` to ``path`` (the shared helper's format, digest included)."""
     try:
-        from tvm_ios.bench.provenance import write_results as shared  # noqa: PLC0415
+        from tvm_ios.bench.provenance import write_results as shared
         return shared(path, results, started)
     except ImportError:
         pass
-    import hashlib  # noqa: PLC0415
-    import json  # noqa: PLC0415
+    import hashlib
+    import json
 
     results = json.loads(json.dumps(results, allow_nan=True))  # keys as they read back
     record = dict(started, versions=_versions(), finished=_now())
@@ -272,11 +272,11 @@ def _model_judge_lines(name: str, t, verdict: dict) -> list[str]:
 
 
 def _chart(results: dict, threads: list, path: Path) -> Path:
-    import matplotlib  # noqa: PLC0415
-    import matplotlib.ticker  # noqa: PLC0415
+    import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     names = list(results)
     fig, axes = plt.subplots(len(names), len(threads), figsize=(5.2 * len(threads),

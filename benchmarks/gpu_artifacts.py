@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-import pack_runtime  # noqa: E402
+import pack_runtime
 
-from tvm_ios.bench.manifest import Manifest, ManifestError  # noqa: E402
-from tvm_ios.bench.provenance import provenance, write_results  # noqa: E402
-from tvm_ios.bench.table import BATCHES, MODELS  # noqa: E402
-from tvm_ios.cli.main import main as tvm_ios  # noqa: E402
+from tvm_ios.bench.manifest import Manifest, ManifestError
+from tvm_ios.bench.provenance import provenance, write_results
+from tvm_ios.bench.table import BATCHES, MODELS
+from tvm_ios.cli.main import main as tvm_ios
 
 
 #: Engine of ``tvm-ios build`` -> directory suffix (variants tvm-default, ios-sequential,

@@ -49,16 +49,16 @@ def _args(argv=None):
 
 
 def _builds(model: str, args):
-    import tvm  # noqa: PLC0415
+    import tvm
 
-    from tvm_ios import models  # noqa: PLC0415
-    from tvm_ios.passes.graphturbo_attr import load  # noqa: PLC0415
-    from tvm_ios.passes.graphturbo_rprogram import GraphTurboRProgramPass  # noqa: PLC0415
-    from tvm_ios.passes.group_subgraphs import GroupSubgraphs  # noqa: PLC0415
-    from tvm_ios.passes.order_instances import OrderInstances  # noqa: PLC0415
-    from tvm_ios.passes.rprogram_pass import RProgramPass  # noqa: PLC0415
-    from tvm_ios.passes.split_instances import SplitInstances  # noqa: PLC0415
-    from tvm_ios.runtime.compare import build  # noqa: PLC0415
+    from tvm_ios import models
+    from tvm_ios.passes.graphturbo_attr import load
+    from tvm_ios.passes.graphturbo_rprogram import GraphTurboRProgramPass
+    from tvm_ios.passes.group_subgraphs import GroupSubgraphs
+    from tvm_ios.passes.order_instances import OrderInstances
+    from tvm_ios.passes.rprogram_pass import RProgramPass
+    from tvm_ios.passes.split_instances import SplitInstances
+    from tvm_ios.runtime.compare import build
 
     mod, params = models.get(model, batch_size=args.batch, image_size=args.image_size)
     rewrites = {"tvm": lambda m: m, "wavefront": RProgramPass("wavefront"),
@@ -78,9 +78,9 @@ def _builds(model: str, args):
 
 
 def bench_model(model: str, args) -> dict:
-    from tvm_ios import _tvm  # noqa: PLC0415
-    from tvm_ios.runtime.compare import random_inputs, run, time_module  # noqa: PLC0415
-    from tvm_ios.runtime.outputs import flatten_outputs  # noqa: PLC0415
+    from tvm_ios import _tvm
+    from tvm_ios.runtime.compare import random_inputs, run, time_module
+    from tvm_ios.runtime.outputs import flatten_outputs
 
     print(f"{model} {args.image_size} px, batch {args.batch}, {args.threads} threads", flush=True)
     mod, params, exes, info, record = _builds(model, args)

@@ -24,14 +24,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ios_blocks import ios_blocks, ios_randwire_graph, zoo_graph  # noqa: E402
-from ios_reference_dp import IOSReferenceDP  # noqa: E402
+from ios_blocks import ios_blocks, ios_randwire_graph, zoo_graph
+from ios_reference_dp import IOSReferenceDP
 
-from tvm_ios.cost.analytical import AnalyticalCostModel  # noqa: E402
-from tvm_ios.graph.analysis import width  # noqa: E402
-from tvm_ios.graph.opgraph import OpGraph  # noqa: E402
-from tvm_ios.bench.provenance import provenance, write_results  # noqa: E402
-from tvm_ios.schedule.ios import ios_schedule  # noqa: E402
+from tvm_ios.cost.analytical import AnalyticalCostModel
+from tvm_ios.graph.analysis import width
+from tvm_ios.graph.opgraph import OpGraph
+from tvm_ios.bench.provenance import provenance, write_results
+from tvm_ios.schedule.ios import ios_schedule
 
 R, S = 3, 8
 MODELS = ("randwire", "nasnet_a", "inception_v3", "squeezenet")

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 import pytest
-from tvm import relax  # noqa: E402
+from tvm import relax
 
 
 def _has_cuda() -> bool:

@@ -40,5 +40,5 @@ class HandRecords:
         self.times = {(variant, names[k]): us for (variant, k), us in times.items()}
         self.target = _tvm.make_target(host_target(2))
 
-    def best_us(self, variant, func, name="main"):  # noqa: ARG002  (KernelDB's signature)
+    def best_us(self, variant, func, name="main"):
         return self.times.get((variant, name))

@@ -124,7 +124,7 @@ def check(tutorial: Tutorial, text: str, images: int) -> dict:
         figures[name] = float(found[-1])
     for condition in tutorial.holds:
         assert eval(condition, {}, dict(figures)), \
-            f"{condition} does not hold for {figures}"  # noqa: S307  (our own table)
+            f"{condition} does not hold for {figures}"
     assert images >= tutorial.plots, f"{images} plots shown, {tutorial.plots} promised"
     return figures
 

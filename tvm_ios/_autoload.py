@@ -20,14 +20,14 @@ NAMES = {
 
 
 def _factory(variant: dict, **options):
-    from .relax_pipeline import pipeline  # noqa: PLC0415  (lazy on purpose)
+    from .relax_pipeline import pipeline
 
     return pipeline(**{**variant, **options})
 
 
 def autoload() -> None:
     """Register the tvm-ios pipelines once (names already taken are left alone)."""
-    from tvm.relax import pipeline  # noqa: PLC0415
+    from tvm.relax import pipeline
 
     for name, variant in NAMES.items():
         if name not in pipeline.PIPELINE_MAP:

@@ -120,7 +120,7 @@ def device_exists(target: Target) -> bool:
 
 
 def _affinity() -> set:
-    import os  # noqa: PLC0415
+    import os
 
     return set(os.sched_getaffinity(0))
 
@@ -237,13 +237,13 @@ def relax_functions(mod: IRModule) -> Sequence[tuple[str, relax.Function]]:
     return [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, relax.Function)]
 
 
-def rewrite_functions(mutator, mod: IRModule) -> IRModule:
-    """``mod`` with each of its Relax functions visited by ``mutator`` (a ``PyExprMutator``
+def rewrite_functions(rewriter, mod: IRModule) -> IRModule:
+    """``mod`` with each of its Relax functions visited by ``rewriter`` (a ``PyExprMutator``
     built on ``mod``), as a module pass returns it."""
     for gv, func in list(mod.functions.items()):
         if isinstance(func, relax.Function):
-            mutator.builder_.update_func(gv, mutator.visit_expr(func))
-    return mutator.builder_.get()
+            rewriter.builder_.update_func(gv, rewriter.visit_expr(func))
+    return rewriter.builder_.get()
 
 
 def is_tensor_constant(expr: Any) -> bool:
@@ -306,7 +306,7 @@ def structural_map(node: Any, hooks) -> Any:
 
 def compile_cuda(source: str, target, target_format: str = "cubin") -> bytes:
     """CUDA source compiled by nvcc for ``target``'s arch (``tvm.support.nvcc``)."""
-    from tvm.support import nvcc  # noqa: PLC0415
+    from tvm.support import nvcc
 
     with make_target(target):
         return bytes(nvcc.compile_cuda(source, target_format=target_format, compiler="nvcc"))
@@ -314,7 +314,7 @@ def compile_cuda(source: str, target, target_format: str = "cubin") -> bytes:
 
 def ms_workload(func) -> IRModule:
     """A PrimFunc as meta_schedule keys its database by (``tune_context._normalize_mod``)."""
-    from tvm.s_tir.meta_schedule.tune_context import _normalize_mod  # noqa: PLC0415
+    from tvm.s_tir.meta_schedule.tune_context import _normalize_mod
 
     return _normalize_mod(func)
 
@@ -324,7 +324,7 @@ def worker_threads(num_threads: int) -> int:
     a new process's pool from ``TVM_NUM_THREADS`` or, unset, half the cores on x86 (it
     assumes hyper-threads: one thread on a 2-core VM). Sets it to ``num_threads`` unless the
     user chose; returns the size the workers get."""
-    import os  # noqa: PLC0415
+    import os
 
     chosen = os.environ.setdefault("TVM_NUM_THREADS", str(int(num_threads)))
     if int(chosen) != int(num_threads):
@@ -338,7 +338,7 @@ def remove_layout_rewrite_block(mod: IRModule) -> IRModule:
     parameter given the rewritten layout (what a tuned candidate with the ``RewriteLayout``
     post-processor is built as; the rewrite itself runs once, at compile time). A module
     without such a block is returned as it is."""
-    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock  # noqa: PLC0415
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
 
     return RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
 
@@ -346,7 +346,7 @@ def remove_layout_rewrite_block(mod: IRModule) -> IRModule:
 def estimate_flops(func) -> float:
     """Floating-point operations of a PrimFunc (``tvm.s_tir.analysis.estimate_tir_flops``,
     which takes a module)."""
-    from tvm.s_tir.analysis import estimate_tir_flops  # noqa: PLC0415
+    from tvm.s_tir.analysis import estimate_tir_flops
 
     return float(estimate_tir_flops(IRModule({"main": func})))
 

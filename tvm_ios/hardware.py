@@ -156,7 +156,7 @@ def _kind_and_arch(target) -> tuple[str, str]:
         return str(target.get("kind", "")), str(target.get("arch", ""))
     if isinstance(target, str) and target.split()[0] in ("llvm", "c"):
         return target.split()[0], ""
-    from . import _tvm  # noqa: PLC0415  (a tag such as nvidia/nvidia-h100 needs TVM)
+    from . import _tvm
 
     target = _tvm.make_target(target)
     return str(target.kind.name), str(target.attrs.get("arch", ""))

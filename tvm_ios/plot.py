@@ -18,10 +18,10 @@ logger = logging.getLogger(__name__)
 
 def _pyplot():
     try:
-        import matplotlib  # noqa: PLC0415
+        import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: PLC0415
+        import matplotlib.pyplot as plt
     except ImportError as err:
         raise ImportError("plotting needs matplotlib: pip install 'tvm-ios[plot]'") from err
     return plt

@@ -126,7 +126,7 @@ def onnx_inception_like(path, seed: int = 0, opset: int = 9, size: int = 14,
     ``lrn=False`` leaves the LRN out (onnx 1.23's reference evaluator computes LRN wrongly
     for all channels but the first). Needs ``onnx``. Returns the path.
     """
-    from onnx import TensorProto, helper, numpy_helper, save  # noqa: PLC0415
+    from onnx import TensorProto, helper, numpy_helper, save
 
     rng = np.random.default_rng(seed)
     nodes, inits = [], []
@@ -204,8 +204,8 @@ def onnx_random_weights(model, seed: int = 0):
     every channel computes the same thing and their output is uniform; this makes a file of
     the same kind whose outputs tell a wrong rewrite apart. Needs ``onnx``.
     """
-    import onnx  # noqa: PLC0415
-    from onnx import TensorProto, helper, numpy_helper  # noqa: PLC0415
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
 
     out = onnx.ModelProto()
     out.CopyFrom(model)

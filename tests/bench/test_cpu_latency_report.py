@@ -96,7 +96,7 @@ def test_the_timing_loop_keeps_each_rounds_median(monkeypatch):
 
 def test_each_floor_is_measured_per_thread_count_and_a_failure_is_reported(monkeypatch):
     bench = _load("cpu_latency", monkeypatch)
-    from tvm import relax  # noqa: PLC0415
+    from tvm import relax
 
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorType((1, 2, 4, 4), "float32"))
@@ -120,7 +120,7 @@ def test_each_floor_is_measured_per_thread_count_and_a_failure_is_reported(monke
 def test_the_kernel_roofline_uses_the_floors_rates_at_the_records_threads(monkeypatch):
     bench = _load("cpu_latency", monkeypatch)
     bounds = _load("cpu_latency_bounds", monkeypatch)
-    from hand_records import HandRecords, two_convs  # noqa: PLC0415
+    from hand_records import HandRecords, two_convs
 
     mod = two_convs(chain=False)
     records = HandRecords(mod, {("parallel", 0): 10.0, ("parallel", 1): 20.0})  # 2 cores

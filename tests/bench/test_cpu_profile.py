@@ -33,7 +33,7 @@ def test_onnx_runtime_nodes_are_profiled_per_run():
                                               "'tvm-ios[bench]')")
     onnx = pytest.importorskip("onnx", reason="onnx is not installed (pip install "
                                               "'tvm-ios[bench]')")
-    from onnx import TensorProto, helper  # noqa: PLC0415
+    from onnx import TensorProto, helper
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["h"], name="first"),

@@ -57,7 +57,7 @@ def test_a_kernel_that_skips_data_is_refused(monkeypatch):
 
 def _first_row_kernel(length, chunks):
     """Reads one row of each chunk, not ``length``: a kernel that skips data."""
-    T = _tvm.T  # noqa: N806
+    T = _tvm.T
 
     @T.prim_func
     def read(a: T.Buffer((chunks, length, mf.LANES), "float32"),

@@ -9,11 +9,11 @@ torch = pytest.importorskip(
     "torch", reason="PyTorch is not installed; the torch tier: pip install -e '.[test,torch]' "
     "&& TVM_IOS_REQUIRE_TORCH=1 pytest -m torch")
 
-from tvm_ios import models  # noqa: E402
-from tvm_ios.bench.artifact import build_artifact  # noqa: E402
-from tvm_ios.bench.manifest import MANIFEST_NAME, sha256_file  # noqa: E402
-from tvm_ios.bench.torch_baselines import bench_torch, load_torch_model  # noqa: E402
-from tvm_ios.cli.bench_torch import main  # noqa: E402
+from tvm_ios import models
+from tvm_ios.bench.artifact import build_artifact
+from tvm_ios.bench.manifest import MANIFEST_NAME, sha256_file
+from tvm_ios.bench.torch_baselines import bench_torch, load_torch_model
+from tvm_ios.cli.bench_torch import main
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "schedule"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from brute_force import brute_force, random_case  # noqa: E402
-from ios_reference_dp import IOSReferenceDP, chain_decomposition  # noqa: E402
+from brute_force import brute_force, random_case
+from ios_reference_dp import IOSReferenceDP, chain_decomposition
 
 
 @pytest.mark.parametrize("seed", range(20))

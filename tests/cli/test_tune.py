@@ -10,7 +10,7 @@ from tvm_ios.cli.tune import StageProgress, log_cost_model, tune_module
 
 def _tiny():
     sys.path.insert(0, str(Path(__file__).parent.parent / "cost"))
-    from cost_models import inception_like  # noqa: PLC0415  (the cost tests' models)
+    from cost_models import inception_like
 
     return inception_like(channels=8, size=8, blocks=2)[0]
 

@@ -22,8 +22,8 @@ from tvm_ios.runtime.compare import build, random_inputs, run
 from tvm_ios.testing import onnx_random_weights
 
 onnx = pytest.importorskip("onnx")
-from onnx import numpy_helper, version_converter  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx import numpy_helper, version_converter
+from onnx.reference import ReferenceEvaluator
 
 LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 

@@ -13,8 +13,8 @@ from tvm_ios.runtime.compare import build, run
 from tvm_ios.testing import onnx_inception_like
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 X = np.random.default_rng(1).standard_normal((1, 8, 14, 14)).astype("float32")
 

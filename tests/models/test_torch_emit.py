@@ -7,11 +7,11 @@ torch = pytest.importorskip(
     "torch", reason="PyTorch is not installed; the torch tier: pip install -e '.[test,torch]' "
     "&& TVM_IOS_REQUIRE_TORCH=1 pytest -m torch")
 
-from tvm_ios import models  # noqa: E402
-from tvm_ios.models import reference  # noqa: E402
-from tvm_ios.models.netdef import Net  # noqa: E402
-from tvm_ios.models.torch_emit import net_layout, to_torch  # noqa: E402
-from tvm_ios.runtime import compare  # noqa: E402
+from tvm_ios import models
+from tvm_ios.models import reference
+from tvm_ios.models.netdef import Net
+from tvm_ios.models.torch_emit import net_layout, to_torch
+from tvm_ios.runtime import compare
 
 FAST = {"squeezenet"}  # the others (grouped, separable, shifted convs) are slow tests
 

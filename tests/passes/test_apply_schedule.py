@@ -4,7 +4,6 @@ import json
 import numpy as np
 import pytest
 import tvm
-from tvm import relax
 from tvm.script import ir as I
 from tvm.script import relax as R
 
@@ -111,7 +110,6 @@ def test_stale_schedule_falls_back_to_sequential(inception_like, caplog):
 
 
 def test_dependency_violation_rejected(inception_like):
-    graph = op_graph(inception_like)
     order = ["d_relu", "stem_relu", "a_relu", "b_relu", "c_relu", "pool", "e_relu"]
     sched = Schedule([Stage([[n]]) for n in order], graph={})
     with pytest.raises(ScheduleError, match=r"stages\[0\].*'d_relu' reads"):

@@ -4,10 +4,10 @@ import os
 
 os.environ.setdefault("TVM_NUM_THREADS", "2")  # before TVM creates its pool: 2 vEUs
 
-import re  # noqa: E402
-import shutil  # noqa: E402
+import re
+import shutil
 
-import pytest  # noqa: E402
+import pytest
 import tvm
 
 from tvm_ios import models
@@ -116,7 +116,7 @@ def test_cuda_keeps_instance_outputs_in_shared_memory():
     assert executable is not None
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not installed: the CUDA source was not compiled to a cubin")
-    from tvm.support import nvcc  # noqa: PLC0415
+    from tvm.support import nvcc
 
     with tvm.target.Target(H100):
         cubin = nvcc.compile_cuda(source, target_format="cubin", compiler="nvcc")

@@ -5,11 +5,12 @@ import tvm
 from tvm_ios import _tvm
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.kernels.bounded_wait import BoundedWaitError
+from tvm_ios.kernels.program_regions import RegionItem
 from tvm_ios.kernels.rprogram import RTask
 from tvm_ios.kernels.interpreter import simulate
 from tvm_ios.kernels.vdevice import pool_threads
 from tvm_ios.passes.ios_pass import IOSPass
-from tvm_ios.passes.rprogram_pass import RProgramPass
+from tvm_ios.passes.rprogram_pass import RProgramPass, rprograms_of
 from tvm_ios.runtime.compare import build, compare_modules, random_inputs, run
 from tvm_ios.testing import dag_model
 
@@ -32,6 +33,10 @@ def test_ios_policy_matches_original(seed):
     tvm.ir.assert_structural_equal(mod, before)
     for program in rewrite.programs:
         simulate(program)
+    report = rprograms_of(new)  # recorded on the module: what the pass's attributes hold
+    assert report.planned == rewrite.planned >= len(report.programs)
+    assert [str(p) for p in report.programs] == [str(p) for p in rewrite.programs]
+    assert rprograms_of(mod) is None
     result = compare_modules(mod, new, params)
     assert result.max_abs_diff <= 1e-5 * max(1.0, result.max_abs_value)
 
@@ -110,8 +115,8 @@ def _with_wait(monkeypatch, waits):
     def planned(*args, **kwargs):
         schedule, items = plan(*args, **kwargs)
         for item in items:
-            if item[0] == "region" and item[2].num_veus > 1:
-                item[2].prog[1].append(RTask(kind="barrier", waits=waits))
+            if isinstance(item, RegionItem) and item.program.num_veus > 1:
+                item.program.prog[1].append(RTask(kind="barrier", waits=waits))
         return schedule, items
     monkeypatch.setattr(rprogram_pass, "plan_regions", planned)
 

@@ -6,9 +6,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from ios_blocks import ios_blocks, ios_randwire_graph, zoo_graph  # noqa: E402
-from tvm_ios.cost.analytical import AnalyticalCostModel  # noqa: E402
-from tvm_ios.schedule.ios import ios_schedule  # noqa: E402
+from ios_blocks import ios_blocks, ios_randwire_graph, zoo_graph
+from tvm_ios.cost.analytical import AnalyticalCostModel
+from tvm_ios.schedule.ios import ios_schedule
 
 
 @pytest.mark.slow

@@ -72,28 +72,28 @@ def _apply_variant(mod, variant: str, target, ios_options: dict):
         return mod, None
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-    from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415  (heavy, on demand)
-    from ..passes.apply_schedule import schedule_of  # noqa: PLC0415
+    from ..cost.analytical import AnalyticalCostModel
+    from ..passes.apply_schedule import schedule_of
 
     options = dict(ios_options)
     cost_model = AnalyticalCostModel(device=options.pop("device"))
     kernels = options.pop("kernels", None)  # a kernel database's path (llvm): tuned kernels
     if kernels is not None:
-        from ..tuning.kernel_db import KernelDB  # noqa: PLC0415
+        from ..tuning.kernel_db import KernelDB
 
         kernels = KernelDB(kernels)
     if variant == "ios-rprogram":
-        from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
+        from ..passes.rprogram_pass import RProgramPass
 
         rewritten = RProgramPass(options.get("policy", "ios"), cost_model=cost_model,
                                  target=target, kernels=kernels)(mod)
     else:
-        from ..passes.ios_pass import IOSPass  # noqa: PLC0415
+        from ..passes.ios_pass import IOSPass
 
         rewritten = IOSPass(cost_model=cost_model, **options)(mod)
     schedule = schedule_of(rewritten)
     if kernels is not None:
-        from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
+        from ..kernels.tuned_build import apply_kernels
 
         rewritten = apply_kernels(rewritten, kernels, target)
     return rewritten, (schedule.to_dict() if schedule is not None else None)
@@ -118,7 +118,7 @@ def _compile_kernels(executable, target, out: Path) -> tuple[dict | None, dict]:
     """
     if target.kind.name != "cuda":
         return None, {}
-    from .._tvm import nvcc  # noqa: PLC0415
+    from .._tvm import nvcc
 
     sources = cuda_sources(executable)
     if not sources:

@@ -54,7 +54,7 @@ def fma_kernel(iters: int, chunks: int = CHUNKS):
     """A PrimFunc ``fma(seed, out)``: each chunk ``c`` runs ``CHAINS`` chains of ``iters``
     vector multiply-adds ``acc = acc * SCALE + SHIFT`` from ``seed[c]`` and writes the
     chains to ``out[c]``: ``2 x chunks x iters x CHAINS x LANES`` FLOPs."""
-    T = _tvm.T  # noqa: N806  (TVMScript reads its namespace by this name)
+    T = _tvm.T
     lanes, chains = LANES, CHAINS
 
     @T.prim_func

@@ -76,7 +76,7 @@ def max_abs_diff(value, reference: np.ndarray) -> float:
 def torch_runner(net, params: dict, threads: int, compiled: bool = False):
     """PyTorch eager (or ``torch.compile``, CPU inductor) of the zoo Net with its weights."""
     torch = _need("torch")
-    from ..models.torch_emit import to_torch  # noqa: PLC0415
+    from ..models.torch_emit import to_torch
 
     torch.set_num_threads(int(threads))
     module = to_torch(net, params)
@@ -92,7 +92,7 @@ def torch_runner(net, params: dict, threads: int, compiled: bool = False):
 def export_onnx(net, params: dict, x: np.ndarray) -> bytes:
     """The Net exported to ONNX (TorchScript exporter, opset 17) from its PyTorch form."""
     torch = _need("torch")
-    from ..models.torch_emit import to_torch  # noqa: PLC0415
+    from ..models.torch_emit import to_torch
 
     buf = io.BytesIO()
     torch.onnx.export(to_torch(net, params), (torch.from_numpy(x),), buf, dynamo=False,

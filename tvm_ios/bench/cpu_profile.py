@@ -88,7 +88,7 @@ def kernel_profile(mod, executable, threads: int, top: int = 15, number: int = 1
 
 def torch_profile(run, x, top: int = 15) -> list:
     """``[{"op", "calls", "total_us"}]`` of PyTorch eager's ops (self CPU time)."""
-    import torch  # noqa: PLC0415
+    import torch
 
     run(x)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
@@ -104,11 +104,11 @@ def onnx_profile(model: bytes, threads: int, x, top: int = 15, runs: int = 5) ->
     """``[{"op", "calls", "total_us", "runs"}]`` of ONNX Runtime's nodes, sequential mode,
     per run: the kernel time its profiler records for each node in ``runs`` runs after a
     warm-up run (whose one-time costs, weight packing among them, are left out)."""
-    import json  # noqa: PLC0415
-    import os  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
+    import json
+    import os
+    import tempfile
 
-    from .cpu_baselines import onnx_session  # noqa: PLC0415
+    from .cpu_baselines import onnx_session
 
     session = onnx_session(model, threads, profile_prefix=os.path.join(
         tempfile.mkdtemp(prefix="tvm_ios_ort_"), "ort"))

@@ -54,7 +54,7 @@ def read_kernel(length: int, chunks: int = CHUNKS):
     """A PrimFunc ``read(a, b)``: ``b[c, v] = sum_i a[c, i, v]`` over ``a`` of shape
     ``(chunks, length, LANES)`` float32, the chunks in parallel, the lanes vectorised: it
     reads every element of ``a`` once, in order."""
-    T = _tvm.T  # noqa: N806  (TVMScript reads its namespace by this name)
+    T = _tvm.T
     lanes = LANES
 
     @T.prim_func

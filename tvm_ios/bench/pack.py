@@ -79,7 +79,7 @@ def _copy_tree(src: Path, dst: Path, skip_dirs: set, skip_files: set = frozenset
 def copy_runtime(site: str | Path, tvm_dir: str | Path | None = None) -> Path:
     """Copy the runtime subset of the ``tvm`` package (no compiler library) into ``site``."""
     if tvm_dir is None:
-        import importlib.util  # noqa: PLC0415
+        import importlib.util
 
         tvm_dir = Path(importlib.util.find_spec("tvm").origin).parent
     dst = Path(site) / "tvm"
@@ -136,14 +136,14 @@ def _copy_ffi(site: Path, ffi_wheel: str | Path | None) -> None:
     if ffi_wheel is not None:
         unpack_wheel(ffi_wheel, site, _FFI_SKIP_DIRS)
         return
-    from .._tvm import tvm_ffi  # noqa: PLC0415  (this Python's own build: tests, same-Python hosts)
+    from .._tvm import tvm_ffi
 
     _copy_tree(Path(tvm_ffi.__file__).parent, site / "tvm_ffi", _FFI_SKIP_DIRS)
 
 
 def _copy_pure_dependencies(site: Path) -> None:
     """Pure-Python modules tvm_ffi imports (``typing_extensions``), from this Python."""
-    import typing_extensions  # noqa: PLC0415
+    import typing_extensions
 
     shutil.copy2(typing_extensions.__file__, site / "typing_extensions.py")
 

@@ -56,7 +56,7 @@ def _version(module: str, distributions: tuple[str, ...]) -> str | None:
 
 def versions() -> dict:
     """Versions of Python and the packages the figures depend on (imported optional ones)."""
-    from .. import __version__ as tvm_ios_version  # noqa: PLC0415
+    from .. import __version__ as tvm_ios_version
 
     out = {"python": platform.python_version(),
            "tvm": _version("tvm", ("apache-tvm",)),
@@ -83,7 +83,7 @@ def _llvm_cpu() -> str | None:
     """The CPU as LLVM names it (``znver5``): ``cpu`` alone does not tell EPYC generations
     apart, and tuned kernels are for one of them."""
     try:
-        from .. import _tvm  # noqa: PLC0415
+        from .. import _tvm
 
         return _tvm.llvm_system_cpu()
     except Exception:  # noqa: BLE001  (provenance must not fail a run)

@@ -73,7 +73,7 @@ def import_runtime():
     if "tvm" not in sys.modules:
         os.environ.setdefault("TVM_DEVICE_BACKEND_AUTOLOAD", "0")
         os.environ.setdefault("TVM_USE_RUNTIME_LIB", "1")
-    import tvm  # noqa: PLC0415
+    import tvm
 
     return tvm
 
@@ -86,8 +86,8 @@ def load_cuda_runtime(tvm, device_id: int = 0):
     CudaRuntimeMissing
         With what is missing: the library, the NVIDIA driver, or a visible GPU.
     """
-    from tvm.base import _LOADED_LIBS  # noqa: PLC0415
-    from tvm_ffi.libinfo import load_lib_ctypes  # noqa: PLC0415
+    from tvm.base import _LOADED_LIBS
+    from tvm_ffi.libinfo import load_lib_ctypes
 
     lib_dir = Path(_LOADED_LIBS["tvm_runtime"]._name).resolve().parent
     if "tvm_runtime_cuda" not in _LOADED_LIBS:
@@ -120,7 +120,7 @@ def install_kernels(manifest: Manifest, directory: Path) -> None:
     """
     if not manifest.kernels:
         return
-    import tvm_ffi  # noqa: PLC0415
+    import tvm_ffi
 
     modules = manifest.kernels.get("modules") or [
         {"role": "kernels", "source_sha256": manifest.kernels["source_sha256"]}]
@@ -159,7 +159,7 @@ def _driver_version() -> str:
 
 def _runtime_versions(tvm, manifest: Manifest) -> dict:
     """What ran the artifact: TVM version and path, runtime-only mode, compiler loaded."""
-    from tvm.base import _LOADED_LIBS  # noqa: PLC0415
+    from tvm.base import _LOADED_LIBS
 
     return {"tvm": tvm.__version__, "tvm_path": str(Path(tvm.__file__).parent),
             "runtime_only": "tvm_compiler" not in _LOADED_LIBS,
@@ -217,7 +217,7 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
     name, arch = _device_info(tvm, device, manifest.target_kind)
     check_arch(manifest, arch)
     install_kernels(manifest, directory)
-    from tvm.runtime.vm import VirtualMachine  # noqa: PLC0415
+    from tvm.runtime.vm import VirtualMachine
 
     vm = VirtualMachine(tvm.runtime.load_module(str(directory / manifest.files["library"]
                                                    ["name"])), device)

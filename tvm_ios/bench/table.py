@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 
 __all__ = ["COLUMNS", "BASELINES", "OURS", "MODELS", "BATCHES", "collect", "render",
-           "bar_chart", "main"]
+           "bar_chart"]
 
 logger = logging.getLogger(__name__)
 
@@ -134,10 +134,10 @@ def bar_chart(figures: dict, path: str | Path) -> Path | None:
                 if any(isinstance(figures.get((m, b, v)), float) for v, _ in COLUMNS)]
     if not measured:
         return None
-    import matplotlib  # noqa: PLC0415
+    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     width = 0.8 / len(COLUMNS)
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(measured)), 4))

@@ -25,7 +25,7 @@ from . import tensors
 from .manifest import Manifest
 from .run import BenchResult, check_outputs
 
-__all__ = ["MODES", "load_torch_model", "bench_torch", "main"]
+__all__ = ["MODES", "load_torch_model", "bench_torch"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +34,8 @@ MODES = ("eager", "cuda-graph", "compile", "compile-max-autotune")
 
 def load_torch_model(directory, device: str = "cpu"):
     """``(module, manifest)``: the artifact's model as a ``torch.nn.Module`` on ``device``."""
-    from ..models.netdef import Net  # noqa: PLC0415  (plain data, no TVM)
-    from ..models.torch_emit import to_torch  # noqa: PLC0415
+    from ..models.netdef import Net
+    from ..models.torch_emit import to_torch
 
     directory = Path(directory)
     manifest = Manifest.load(directory)
@@ -106,7 +106,7 @@ def bench_torch(directory, modes=("eager",), device: str | None = None, warmup: 
     status ``"failed: <reason>"``; one whose output differs from the reference, ``"mismatch"``;
     neither has a latency.
     """
-    import torch  # noqa: PLC0415
+    import torch
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     # Every column computes in float32: no TF32 in cuDNN convolutions or matmuls (PyTorch

@@ -32,9 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Run every artifact; print one line each; return the exit status."""
-    from ..bench import run  # noqa: PLC0415
-    from ..bench.manifest import ArtifactMismatch, ManifestError  # noqa: PLC0415
-    from ..bench.tensors import RecipeError  # noqa: PLC0415
+    from ..bench import run
+    from ..bench.manifest import ArtifactMismatch, ManifestError
+    from ..bench.tensors import RecipeError
 
     results, status = [], 0
     for directory in args.artifact:

@@ -39,7 +39,7 @@ def add_parser(subparsers) -> None:
 
 def _zoo_net(args, name):
     """The zoo's Net of ``name`` (for the PyTorch baselines), None for an ONNX model."""
-    from .. import models  # noqa: PLC0415
+    from .. import models
 
     if name not in models.names():
         return None
@@ -57,7 +57,7 @@ def _variant(args) -> str:
 
 def build(args) -> int:
     """Build the artifact; print its manifest summary; ``--json`` writes the manifest."""
-    from ..bench.artifact import build_artifact  # noqa: PLC0415
+    from ..bench.artifact import build_artifact
 
     variant = _variant(args)
     if args.kernels not in (None, "none") and "llvm" not in str(args.target):

@@ -57,11 +57,11 @@ def write_codegen(mod, params, name: str, target, policy: str, out_dir=None, cos
                   simulate: bool = False, sim_options: dict | None = None,
                   progress=None, **ios_options) -> dict:
     """Generate (and optionally simulate) the rProgram kernels of ``mod``; the summary."""
-    from .. import _tvm  # noqa: PLC0415  (keeps `tvm-ios --help` fast)
-    from ..graph.extract import extract  # noqa: PLC0415
-    from ..kernels.gpu.programs import build_program, plan_programs  # noqa: PLC0415
-    from ..kernels.gpu.build import build_kernels  # noqa: PLC0415
-    from ..schedule.ios import ios_schedule  # noqa: PLC0415
+    from .. import _tvm
+    from ..graph.extract import extract
+    from ..kernels.gpu.programs import build_program, plan_programs
+    from ..kernels.gpu.build import build_kernels
+    from ..schedule.ios import ios_schedule
 
     if isinstance(target, str) and target.lstrip().startswith("{"):
         target = json.loads(target)
@@ -87,7 +87,7 @@ def write_codegen(mod, params, name: str, target, policy: str, out_dir=None, cos
     summary = {"model": name, "target": str(target), "policy": policy,
                "gpu_latency": "not measured", "rprograms": rows}
     if simulate:
-        from ..kernels.simulation.check import simulate_regions  # noqa: PLC0415
+        from ..kernels.simulation.check import simulate_regions
 
         journal = out / "simulated.jsonl" if out else None  # a rerun resumes from it
         sim = simulate_regions(regions, gpu, vdevice, progress=progress, journal=journal,

@@ -40,7 +40,7 @@ def add_ios_options(parser) -> None:
 def make_cost_model(args, target=None):
     """The cost model the options ask for (the ``cpu`` preset for an llvm ``target`` unless
     ``--device`` names one)."""
-    from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415
+    from ..cost.analytical import AnalyticalCostModel
 
     device = getattr(args, "device", None)
     if device is None:
@@ -56,7 +56,7 @@ def block_options(args) -> dict:
 
 def load_model(args):
     """``(mod, params, name)`` of ``--model``: a zoo name or a path to an ONNX file."""
-    from .. import models  # noqa: PLC0415  (keeps `tvm-ios --help` fast)
+    from .. import models
 
     spec = args.model
     if spec.endswith(".onnx") or "/" in spec or Path(spec).suffix:
@@ -74,8 +74,8 @@ def load_ios_graph(args):
     only padding cut as the ``ios`` pipeline cuts them with ``--kernels``, in the layout its
     kernels were tuned in (:func:`~tvm_ios.bench.cpu_builds.ios_graph`): the graph it
     schedules, so that ``tune`` measures and ``schedule`` prices its stages."""
-    from .. import _tvm  # noqa: PLC0415
-    from ..bench.cpu_builds import ios_graph  # noqa: PLC0415
+    from .. import _tvm
+    from ..bench.cpu_builds import ios_graph
 
     mod, params, name = load_model(args)
     llvm = "llvm" in str(getattr(args, "target", "llvm"))
@@ -90,7 +90,7 @@ def write_json(path: str | None, data, provenance: bool = False) -> None:
     (:func:`tvm_ios.bench.provenance.provenance`)."""
     if path:
         if provenance and isinstance(data, dict):
-            from ..bench.provenance import provenance as taken_now  # noqa: PLC0415
+            from ..bench.provenance import provenance as taken_now
 
             data = {**data, "provenance": taken_now()}
         Path(path).write_text(json.dumps(data, indent=1))

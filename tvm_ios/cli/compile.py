@@ -68,7 +68,7 @@ def add_pipeline_options(parser, engine: str) -> None:
 def make_pipeline(args, metadata: dict | None = None, kernels=None):
     """The :func:`tvm_ios.pipeline` the options ask for (``kernels``: the KernelDB of
     ``--kernels``, from :func:`~tvm_ios.cli.tune_kernels.kernels_of`)."""
-    from ..relax_pipeline import pipeline  # noqa: PLC0415
+    from ..relax_pipeline import pipeline
 
     options = dict(engine=args.engine, graphturbo=args.graphturbo, log=args.log,
                    kernels=kernels, r=args.max_group_size, s=args.max_num_groups,
@@ -83,7 +83,7 @@ def make_pipeline(args, metadata: dict | None = None, kernels=None):
 def compile_model(mod, params: dict, target, pipe, output: str | Path):
     """Bind ``params``, compile ``mod`` for ``target`` through ``pipe``, export the library
     to ``output``; returns the pipeline's report."""
-    from .. import _tvm  # noqa: PLC0415
+    from .. import _tvm
 
     executable = _tvm.compile_module(_tvm.bind_params(mod, params), target, pipe)
     Path(output).parent.mkdir(parents=True, exist_ok=True)
@@ -93,7 +93,7 @@ def compile_model(mod, params: dict, target, pipe, output: str | Path):
 
 def build_threads() -> int:
     """The thread count builds run at: ``TVM_NUM_THREADS``, else every usable core."""
-    from .. import _tvm  # noqa: PLC0415
+    from .. import _tvm
 
     return int(os.environ.get("TVM_NUM_THREADS") or len(_tvm.usable_cores()))
 
@@ -101,7 +101,7 @@ def build_threads() -> int:
 def size_thread_pool(target) -> None:
     """On ``llvm``, TVM's thread pool gets :func:`build_threads` workers (TVM's default on
     x86 is half the cores, counting hyper-threads): the CPU rPrograms get one vEU each."""
-    from .. import _tvm  # noqa: PLC0415
+    from .. import _tvm
 
     if _tvm.make_target(target).kind.name == "llvm":
         _tvm.config_threads(build_threads())
@@ -109,8 +109,8 @@ def size_thread_pool(target) -> None:
 
 def run(args) -> int:
     """Compile ``--model``; print the passes, stages and rPrograms; ``--json`` the record."""
-    from .. import _tvm  # noqa: PLC0415
-    from ..runtime.library import weights_digest  # noqa: PLC0415
+    from .. import _tvm
+    from ..runtime.library import weights_digest
 
     target = _tvm.make_target(args.target)  # ValueError (exit 2) for an impossible target
     mod, params, name = load_model(args)

@@ -53,10 +53,10 @@ def _arguments(parser) -> None:
 
 def run(args) -> int:
     """Plan (and optionally verify) one model; prints the report."""
-    from tvm_ios.graphturbo.layers import layer_graph  # noqa: PLC0415
-    from tvm_ios.graphturbo.plan import plan_graph  # noqa: PLC0415
-    from tvm_ios.graphturbo.report import plot_lb, summary, table3  # noqa: PLC0415
-    from tvm_ios.passes.graphturbo_rprogram import default_hw  # noqa: PLC0415
+    from tvm_ios.graphturbo.layers import layer_graph
+    from tvm_ios.graphturbo.plan import plan_graph
+    from tvm_ios.graphturbo.report import plot_lb, summary, table3
+    from tvm_ios.passes.graphturbo_rprogram import default_hw
 
     if args.hw is None:
         args.hw = default_hw(args.target) if args.engine == "rprogram" else "dsa"
@@ -88,8 +88,8 @@ def run(args) -> int:
 
 def _rprogram(mod, args, result):
     """The instances as rTasks for ``--target``; prints programs and traffic."""
-    from tvm_ios.passes.graphturbo_attr import load  # noqa: PLC0415
-    from tvm_ios.passes.graphturbo_rprogram import GraphTurboRProgramPass  # noqa: PLC0415
+    from tvm_ios.passes.graphturbo_attr import load
+    from tvm_ios.passes.graphturbo_rprogram import GraphTurboRProgramPass
 
     rewrite = GraphTurboRProgramPass(args.hw, target=args.target, order=args.order,
                                      oversize=args.oversize)
@@ -115,14 +115,14 @@ def _rprogram(mod, args, result):
 
 def _verify(mod, params, args, rewritten, result) -> None:
     """Build the original and the rewritten module on llvm and compare their outputs."""
-    import tvm  # noqa: PLC0415
+    import tvm
 
-    from tvm_ios.runtime.compare import compare_modules  # noqa: PLC0415
+    from tvm_ios.runtime.compare import compare_modules
 
     if rewritten is None:
-        from tvm_ios.passes.group_subgraphs import GroupSubgraphs  # noqa: PLC0415
-        from tvm_ios.passes.order_instances import OrderInstances  # noqa: PLC0415
-        from tvm_ios.passes.split_instances import SplitInstances  # noqa: PLC0415
+        from tvm_ios.passes.group_subgraphs import GroupSubgraphs
+        from tvm_ios.passes.order_instances import OrderInstances
+        from tvm_ios.passes.split_instances import SplitInstances
 
         rewritten = tvm.transform.Sequential([GroupSubgraphs(args.hw), SplitInstances(
             order=args.order, oversize=args.oversize), OrderInstances()])(mod)

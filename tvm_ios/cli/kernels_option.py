@@ -22,8 +22,8 @@ def kernels_of(args, name: str | None = None, mod=None):
     or None (untuned: none asked, none found, or tuned for another target, with a warning).
     ``auto``: the model's own in the user's cache (needs its Relax module ``mod``), else a
     seed (:func:`~tvm_ios.tuning.cache.lookup`)."""
-    from ..tuning.cache import lookup  # noqa: PLC0415
-    from ..tuning.kernel_db import open_kernels  # noqa: PLC0415
+    from ..tuning.cache import lookup
+    from ..tuning.kernel_db import open_kernels
 
     spec = getattr(args, "kernels", None)
     if spec in (None, "none"):

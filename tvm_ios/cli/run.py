@@ -45,7 +45,7 @@ def add_parser(subparsers) -> None:
 
 def missing_device(target: str) -> str | None:
     """Why ``target`` cannot run here (its GPU is absent), or None when it can."""
-    from .. import _tvm  # noqa: PLC0415
+    from .. import _tvm
 
     tgt = _tvm.make_target(target)  # ValueError (bad input) for an impossible target
     if _tvm.device_exists(tgt):
@@ -64,7 +64,7 @@ def run(args) -> int:
         return 1
     mod, params, name = load_model(args)
     if getattr(args, "tune", None) and not args.lib:
-        from .run_tune import tune_first  # noqa: PLC0415
+        from .run_tune import tune_first
 
         code = tune_first(args, name, mod)
         if code:
@@ -91,9 +91,9 @@ def run(args) -> int:
 
 def _run_pipeline(args, mod, params, name):
     """Rewrite with the pipeline's steps (weights bound), build both here, compare."""
-    from .. import _tvm  # noqa: PLC0415
-    from ..runtime.compare import compare_modules  # noqa: PLC0415
-    from ..schedule.schedule import Schedule  # noqa: PLC0415
+    from .. import _tvm
+    from ..runtime.compare import compare_modules
+    from ..schedule.schedule import Schedule
 
     target = _tvm.make_target(args.target)
     kernels = kernels_of(args, name, mod) if target.kind.name == "llvm" else None
@@ -115,10 +115,10 @@ def _run_pipeline(args, mod, params, name):
 
 def _run_library(args, mod, params):
     """Check ``--lib`` against the model and this machine, run it against the default build."""
-    from .. import _tvm  # noqa: PLC0415
-    from ..kernels.vdevice import pool_threads  # noqa: PLC0415
-    from ..runtime import library  # noqa: PLC0415
-    from ..runtime.compare import build, compare_executables, random_inputs  # noqa: PLC0415
+    from .. import _tvm
+    from ..kernels.vdevice import pool_threads
+    from ..runtime import library
+    from ..runtime.compare import build, compare_executables, random_inputs
 
     lib = library.load_library(args.lib)
     meta = library.read_metadata(lib, where=args.lib)
@@ -138,13 +138,13 @@ def _run_library(args, mod, params):
 def _pytorch_ms(args, name: str, params) -> float | None:
     """PyTorch eager latency (ms) of a zoo model on its weights, at TVM's thread count;
     None without PyTorch or for an ONNX file."""
-    import importlib.util  # noqa: PLC0415
+    import importlib.util
 
-    from .. import models  # noqa: PLC0415
+    from .. import models
 
     if importlib.util.find_spec("torch") is None or name not in models.names():
         return None
-    from ..bench.cpu_baselines import time_runner, torch_runner  # noqa: PLC0415
+    from ..bench.cpu_baselines import time_runner, torch_runner
 
     net = models.net(name, image_size=args.image_size, batch_size=args.batch)
     threads = build_threads()

@@ -38,9 +38,9 @@ def trials_for(seconds: float, per_trial: float | None, variants: int, have: int
 def tune_first(args, name: str, mod) -> int:
     """Tune ``--model``'s kernels into its cache database for about ``args.tune`` seconds;
     then point ``args.kernels`` at that database. Returns ``tune-kernels``' exit code."""
-    from ..tuning.cache import cache_dir, seconds_per_trial  # noqa: PLC0415
-    from ..tuning.kernel_db import VARIANTS, KernelDB  # noqa: PLC0415
-    from . import tune_kernels  # noqa: PLC0415
+    from ..tuning.cache import cache_dir, seconds_per_trial
+    from ..tuning.kernel_db import VARIANTS, KernelDB
+    from . import tune_kernels
 
     path = cache_dir(name, mod)
     have = 0

@@ -22,9 +22,9 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     """Schedule ``--model`` and print the table; ``--json``/``-o`` write the Schedule JSON."""
-    from ..graph.extract import op_graph  # noqa: PLC0415
-    from ..schedule.baselines import greedy_schedule, sequential_schedule  # noqa: PLC0415
-    from ..schedule.ios import ios_schedule  # noqa: PLC0415
+    from ..graph.extract import op_graph
+    from ..schedule.baselines import greedy_schedule, sequential_schedule
+    from ..schedule.ios import ios_schedule
 
     mod, name = load_ios_graph(args)
     graph = op_graph(mod)
@@ -45,7 +45,7 @@ def run(args) -> int:
     write_json(args.json, schedule.to_dict())
     write_json(args.output, schedule.to_dict())
     if args.plot:
-        from ..plot import plot_schedule  # noqa: PLC0415
+        from ..plot import plot_schedule
 
         print(f"plot: {plot_schedule(schedule, args.plot)}")
     return 0

@@ -22,8 +22,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     """Print one row per block and the largest block; ``--json`` writes the rows."""
-    from ..graph.extract import op_graph  # noqa: PLC0415
-    from ..schedule.stats import block_stats  # noqa: PLC0415
+    from ..graph.extract import op_graph
+    from ..schedule.stats import block_stats
 
     for value in (args.max_group_size, args.max_num_groups):
         if value is not None and value < 1:

@@ -96,13 +96,13 @@ def _target(args, kernels):
 
 
 def _measurer(args, kernels=None):
-    from ..cost.stage_timing import MeasureSettings, Measurer  # noqa: PLC0415
+    from ..cost.stage_timing import MeasureSettings, Measurer
 
     given = {name: getattr(args, name, None) for name in ("number", "repeat", "warmup")}
     given = {name: value for name, value in given.items() if value is not None}
     common = dict(min_repeat_ms=args.min_repeat_ms, timeout_s=args.timeout,
                   batch_size=args.batch_size)
-    from ..cost.stage_judges import cold_settings  # noqa: PLC0415
+    from ..cost.stage_judges import cold_settings
 
     # what is not given: the judges' cold settings, or MeasureSettings' defaults (3/3/1)
     settings = (cold_settings if getattr(args, "cold", False) else MeasureSettings)(
@@ -115,11 +115,11 @@ def _predictor(args, model):
     """The predictor of ``--cost``: a loaded XGBoost model; for ``xgb`` one fitted on the log
     when it holds enough records; for ``hybrid`` with ``--predictor xgb`` one the hybrid
     policy trains as the log grows; else the roofline."""
-    from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415
-    from ..cost.hybrid import MIN_RECORDS  # noqa: PLC0415
-    from ..cost.xgb import XGBCostModel  # noqa: PLC0415
+    from ..cost.analytical import AnalyticalCostModel
+    from ..cost.hybrid import MIN_RECORDS
+    from ..cost.xgb import XGBCostModel
 
-    from ..hardware import preset_for_target  # noqa: PLC0415
+    from ..hardware import preset_for_target
 
     device = preset_for_target(args.target)
     if args.xgb_model:
@@ -138,9 +138,9 @@ def _predictor(args, model):
 
 def tune_module(mod, name: str, args, progress=None):
     """Tune one Relax module as ``args`` say; returns ``(schedule, counts)``."""
-    from ..cost.hybrid import HybridCostModel, hybrid_schedule, measured_schedule  # noqa
-    from ..cost.measured import MeasuredCostModel  # noqa: PLC0415
-    from ..schedule.ios import ios_schedule  # noqa: PLC0415
+    from ..cost.hybrid import HybridCostModel, hybrid_schedule, measured_schedule
+    from ..cost.measured import MeasuredCostModel
+    from ..schedule.ios import ios_schedule
 
     kernels = kernels_of(args, name) if "llvm" in str(args.target) else None
     measurer = _measurer(args, kernels) if args.cost in ("measured", "hybrid") else None
@@ -172,8 +172,8 @@ def log_cost_model(args, mod):
     """For ``tvm-ios schedule --log``: logged figures, predictions for the rest, or None."""
     if not getattr(args, "log", None):
         return None
-    from ..cost.hybrid import HybridCostModel  # noqa: PLC0415
-    from ..cost.measured import MeasuredCostModel  # noqa: PLC0415
+    from ..cost.hybrid import HybridCostModel
+    from ..cost.measured import MeasuredCostModel
 
     kernels = kernels_of(args) if "llvm" in str(args.target) else None
     model = MeasuredCostModel(mod, None, args.log, target=str(_target(args, kernels)),
@@ -184,7 +184,7 @@ def log_cost_model(args, mod):
 
 
 def _train_xgb(log, path: str) -> dict:
-    from ..cost.xgb import train_and_evaluate  # noqa: PLC0415
+    from ..cost.xgb import train_and_evaluate
 
     return {"log": str(log.path), **train_and_evaluate(log.records, path)}
 
@@ -196,7 +196,7 @@ def run(args) -> int:
     if args.cold and "llvm" not in str(args.target):
         raise ValueError(f"--cold flushes this CPU's caches; --target {args.target} is not "
                          "a CPU target")
-    from ..cost.stage_timing import MeasureError  # noqa: PLC0415
+    from ..cost.stage_timing import MeasureError
 
     mod, name = load_ios_graph(args)  # (stage modules lift its weights: timed on random ones)
     start = time.perf_counter()

@@ -18,7 +18,7 @@ import sys
 import time
 
 from .common import add_model_options, load_model, write_json
-from .kernels_option import add_kernels_option, kernels_of  # noqa: F401  (re-exported)
+from .kernels_option import add_kernels_option, kernels_of
 
 #: The kernel variants (:data:`tvm_ios.tuning.kernel_db.VARIANTS`; parsing imports no TVM).
 VARIANTS = ("parallel", "serial", "packed", "serial-packed")
@@ -132,11 +132,11 @@ def run(args) -> int:
     if missing:
         print(f"tvm-ios tune-kernels: error: {missing}", file=sys.stderr)
         return 2
-    from .. import _tvm  # noqa: PLC0415
-    from ..runtime.rpc import RPCError, check_tracker, parse_tracker  # noqa: PLC0415
-    from ..tuning.cache import cache_dir  # noqa: PLC0415
-    from ..tuning.db_lock import db_lock  # noqa: PLC0415
-    from ..tuning.kernel_db import host_target  # noqa: PLC0415
+    from .. import _tvm
+    from ..runtime.rpc import RPCError, check_tracker, parse_tracker
+    from ..tuning.cache import cache_dir
+    from ..tuning.db_lock import db_lock
+    from ..tuning.kernel_db import host_target
 
     target = _tvm.make_target(args.target) if args.target else host_target()
     if target.kind.name != "llvm":
@@ -157,14 +157,14 @@ def run(args) -> int:
 
 def _tune_into(args, path, target, rpc, mod, params, name) -> int:
     """Tune into the database at ``path`` (its lock held); print and ``--json`` the reports."""
-    from .. import _tvm  # noqa: PLC0415
-    from ..cost.stage_module import op_stages  # noqa: PLC0415
-    from ..passes.blocked_layout import in_layout  # noqa: PLC0415
-    from ..passes.dedup_ops import DedupOps  # noqa: PLC0415
-    from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
-    from ..runtime.rpc import RPCError  # noqa: PLC0415
-    from ..tuning.kernel_db import KernelDB  # noqa: PLC0415
-    from ..tuning.search import tune_kernels  # noqa: PLC0415
+    from .. import _tvm
+    from ..cost.stage_module import op_stages
+    from ..passes.blocked_layout import in_layout
+    from ..passes.dedup_ops import DedupOps
+    from ..passes.trim_dead_taps import TrimDeadTaps
+    from ..runtime.rpc import RPCError
+    from ..tuning.kernel_db import KernelDB
+    from ..tuning.search import tune_kernels
 
     kernels = KernelDB(path, target, create=True)
     if not kernels.matches(target):
@@ -207,7 +207,7 @@ def _tune_into(args, path, target, rpc, mod, params, name) -> int:
 
 def _set_layout(kernels, layout: str) -> None:
     """Record ``layout`` in a new database; an error for one tuned in another layout."""
-    from ..kernels.blocked_conv import parse_layout  # noqa: PLC0415
+    from ..kernels.blocked_conv import parse_layout
 
     parse_layout(layout)  # (an unknown name is an error before anything is written)
     if layout == kernels.layout:
@@ -226,7 +226,7 @@ def scheduled_builds(mod, kernels) -> list:
     them, and a fused kernel the database lacks runs untuned (RandWire's stages build had
     one conv taking 7.5 of its 30 ms). A rerun after ``tvm-ios tune --kernels`` covers the
     kernels of the schedules its log leads to."""
-    from ..relax_pipeline import pipeline  # noqa: PLC0415
+    from ..relax_pipeline import pipeline
 
     out = []
     with kernels.target:
@@ -239,7 +239,7 @@ def scheduled_builds(mod, kernels) -> list:
 def cold_timing(args, params) -> bool:
     """``--cold``/``--warm``, else cold where the model's weights exceed this CPU's
     last-level cache (:func:`~tvm_ios.tuning.search.timing_for`)."""
-    from ..tuning.search import timing_for  # noqa: PLC0415
+    from ..tuning.search import timing_for
 
     if args.cold or args.warm:
         return args.cold
@@ -249,8 +249,8 @@ def cold_timing(args, params) -> bool:
 
 def _retime(args, kernels, rpc, name, params) -> int:
     """``--retime K``: the K best records of every workload timed again, per variant."""
-    from ..tuning.kernel_db import KernelDB  # noqa: PLC0415
-    from ..tuning.retime import retime_kernels  # noqa: PLC0415
+    from ..tuning.kernel_db import KernelDB
+    from ..tuning.retime import retime_kernels
 
     source = KernelDB(args.source) if args.source else None
     origin = source or kernels

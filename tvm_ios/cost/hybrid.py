@@ -113,10 +113,10 @@ def predictor_preset(target, engine: str = "rprogram"):
     (:func:`~..hardware.preset_for_target`; a ValueError names a target without one); for
     rPrograms on ``llvm`` (``engine`` ``rprogram`` or ``balanced``) the CPU vDevice's:
     ``cpu`` with one unit per worker of TVM's thread pool."""
-    import dataclasses  # noqa: PLC0415
+    import dataclasses
 
-    from ..kernels.vdevice import pool_threads  # noqa: PLC0415
-    from ..hardware import get_device, preset_for_target  # noqa: PLC0415
+    from ..kernels.vdevice import pool_threads
+    from ..hardware import get_device, preset_for_target
 
     preset = preset_for_target(target)
     if preset == "llvm" and engine in ("rprogram", "balanced"):

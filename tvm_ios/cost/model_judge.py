@@ -196,10 +196,10 @@ def judge_module(mod, decisions: list[dict], lower=None, log=None, target="llvm"
         The module with the kept schedule recorded, the verdict, and the chosen
         candidate's executable when candidates were built.
     """
-    from ..graph.extract import extract  # noqa: PLC0415  (passes and runtime sit above)
-    from ..passes.apply_schedule import record_schedule, schedule_of  # noqa: PLC0415
-    from ..runtime.compare import caller, random_inputs  # noqa: PLC0415
-    from .stage_timing import Measurer  # noqa: PLC0415
+    from ..graph.extract import extract
+    from ..passes.apply_schedule import record_schedule, schedule_of
+    from ..runtime.compare import caller, random_inputs
+    from .stage_timing import Measurer
 
     probe = Measurer(target)
     fingerprint = kernels.fingerprint if kernels is not None else "none"

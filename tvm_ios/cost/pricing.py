@@ -52,6 +52,6 @@ class WithoutMerges:
         """``model``'s latency of a stage run as ``groups``."""
         return self.model.stage_latency(graph, groups)
 
-    def merged_latency(self, graph: OpGraph, ops) -> None:  # noqa: ARG002
+    def merged_latency(self, graph: OpGraph, ops) -> None:
         """None: no merge."""
         return None

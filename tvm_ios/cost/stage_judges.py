@@ -46,7 +46,7 @@ def stage_judges(mod, log, measurer=None, kernels=None, target: str | None = Non
     appended to it; without one only this machine's logged cold-cache figures count (a stage
     the log lacks is decided by the cost model).
     """
-    from .measured import MeasuredCostModel  # noqa: PLC0415
+    from .measured import MeasuredCostModel
 
     # without a measurer, read what a judge measurer (cold caches) logged on this machine
     key = None if measurer is not None else judge_measurer(target or "llvm").device_key
@@ -58,7 +58,7 @@ def stage_judges(mod, log, measurer=None, kernels=None, target: str | None = Non
 def cold_settings(**overrides):
     """How the judges time a stage: cold caches (:data:`COLD_FLUSH_BYTES`), 5 repeats of 5
     calls after 2 untimed ones (``overrides`` replace any of these)."""
-    from .stage_timing import MeasureSettings  # noqa: PLC0415
+    from .stage_timing import MeasureSettings
 
     return MeasureSettings(**{"number": 5, "repeat": 5, "warmup": 2,
                               "flush_bytes": COLD_FLUSH_BYTES, **overrides})
@@ -67,7 +67,7 @@ def cold_settings(**overrides):
 def judge_measurer(target):
     """A local :class:`~tvm_ios.cost.stage_timing.Measurer` for the judges of ``target``
     (:func:`cold_settings`); logged as ``<device>:cold``."""
-    from .stage_timing import Measurer  # noqa: PLC0415
+    from .stage_timing import Measurer
 
     return Measurer(target, settings=cold_settings())
 
@@ -168,10 +168,10 @@ def rprogram_schedule(mod, cost_model, func_name: str = "main", decisions: list 
     (a CPU pool of one worker) no stage can run concurrently: the sequential schedule, ops in
     model order priced by ``cost_model``, with nothing searched or measured.
     """
-    from ..graph.extract import extract  # noqa: PLC0415
-    from ..passes.apply_schedule import record_schedule  # noqa: PLC0415
-    from ..schedule.baselines import sequential_schedule  # noqa: PLC0415
-    from ..schedule.ios import ios_schedule  # noqa: PLC0415
+    from ..graph.extract import extract
+    from ..passes.apply_schedule import record_schedule
+    from ..schedule.baselines import sequential_schedule
+    from ..schedule.ios import ios_schedule
 
     graph = extract(mod[func_name], name=func_name).graph
     if num_veus is not None and num_veus < 2:

@@ -163,7 +163,7 @@ def stage_tag(groups: Sequence[Sequence[int]], merge: bool, engine: str = "rprog
 
 def _concurrent(mod, ext: Extraction, signer: StageSigner, groups, order, engine: str):
     """``mod`` with the stage recorded as one concurrent stage of its own op names."""
-    from ..passes.apply_schedule import record_schedule  # noqa: PLC0415  (passes import cost)
+    from ..passes.apply_schedule import record_schedule
 
     emitted: list[int] = []
     for index in order:

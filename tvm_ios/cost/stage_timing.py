@@ -81,7 +81,7 @@ def build_stage(mod, target, _params=None):
 
 @functools.lru_cache(maxsize=8)
 def _kernel_db(path: str):
-    from ..tuning.kernel_db import KernelDB  # noqa: PLC0415
+    from ..tuning.kernel_db import KernelDB
 
     return KernelDB(path)
 
@@ -105,9 +105,9 @@ def prepare_stage(mod, target):
     on CUDA); a module naming a kernel database (``tvm_ios.kernels``) gets its tuned kernels
     (llvm only).
     """
-    from tvm import relax  # noqa: PLC0415  (runs in a builder worker)
+    from tvm import relax
 
-    from ..kernels.blocked_conv import register_blocked_conv2d  # noqa: PLC0415
+    from ..kernels.blocked_conv import register_blocked_conv2d
 
     register_blocked_conv2d()  # (a worker's first build may be of a blocked-layout stage)
     target = _tvm.make_target(target)
@@ -127,12 +127,12 @@ def prepare_stage(mod, target):
         if KERNELS_ATTR in attrs and llvm else None
     engine = str(attrs.get(ENGINE_ATTR, ""))
     if engine in ("rprogram", "balanced"):
-        from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
+        from ..passes.rprogram_pass import RProgramPass
 
         mod = RProgramPass("ios", target=target, kernels=kernels,
                            balance=engine == "balanced")(mod)
     if kernels is not None:
-        from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
+        from ..kernels.tuned_build import apply_kernels
 
         mod = apply_kernels(mod, kernels, target)
     return mod
@@ -147,7 +147,7 @@ def export_stage(executable) -> str:
 
 def _time_vm(rt_mod, device, config, repeated_args, warmup: int,
              flush_bytes: int = 0) -> list[float]:
-    from tvm import relax  # noqa: PLC0415  (runs in a runner worker)
+    from tvm import relax
 
     vm = relax.VirtualMachine(rt_mod, device)
     costs: list[float] = []
@@ -240,7 +240,7 @@ class Measurer:
         return f"Measurer({self.target_str!r}, {self.device_key!r})"
 
     def _ms(self):
-        from .._tvm import ms  # noqa: PLC0415  (heavy; only when measuring)
+        from .._tvm import ms
 
         return ms
 

@@ -48,7 +48,7 @@ _LOGGED = {"flops", "bytes", "max_group_flops", "max_group_bytes", "min_group_fl
 
 def _import_xgboost():
     try:
-        import xgboost  # noqa: PLC0415  (optional dependency)
+        import xgboost
     except ImportError as err:
         raise ImportError("the XGBoost cost model needs xgboost: pip install 'tvm-ios[tune]' "
                           "(xgboost-cpu) or pip install xgboost") from err
@@ -189,7 +189,7 @@ class XGBCostModel:
 
 def evaluate(predicted: Sequence[float], measured: Sequence[float]) -> dict:
     """MAPE and Spearman rank correlation of predictions against measurements."""
-    from scipy.stats import spearmanr  # noqa: PLC0415
+    from scipy.stats import spearmanr
 
     predicted, measured = np.asarray(predicted, float), np.asarray(measured, float)
     mape = float(np.mean(np.abs(predicted - measured) / measured))

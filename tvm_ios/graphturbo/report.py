@@ -68,10 +68,10 @@ def summary(plan, max_order: int = 40) -> str:
 
 def plot_lb(plan, path: str) -> str:
     """Save a plot of LB use per schedule step (both orders) to ``path``; returns it."""
-    import matplotlib  # noqa: PLC0415  (optional dependency, plot extra)
+    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 3.5))
     for name, o in plan.orders.items():

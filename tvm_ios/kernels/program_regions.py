@@ -5,13 +5,14 @@ add, reshape) into its edges. Inside one rProgram such an op still has to run, b
 producers and its consumers, so :func:`augment` adds a *glue* node for every free binding
 that reads an op's output and is read by an op. Policies then place glue like any op.
 
-:func:`plan_regions` runs a policy and turns its rPrograms into emission items: ``("op",
-name)`` for an op that keeps its own kernel and ``("region", names, program)``.
+:func:`plan_regions` runs a policy and turns its rPrograms into emission items: an
+:class:`OpItem` for an op that keeps its own kernel and a :class:`RegionItem` for an rProgram.
 """
 from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 
 from tvm import relax
 
@@ -20,15 +21,32 @@ from ..graph.extract import Extraction
 from ..graph.opgraph import OpGraph, OpNode
 from ..schedule.schedule import Schedule, Stage
 from .policies import ios_policy, wavefront_policy
+from .rprogram import RProgram
 from .interpreter import check_dependencies, simulate
 
-__all__ = ["augment", "binding_deps", "stage_regions", "plan_regions", "MAX_PROGRAM_OPS"]
+__all__ = ["augment", "binding_deps", "stage_regions", "plan_regions", "MAX_PROGRAM_OPS",
+           "OpItem", "RegionItem"]
 
 logger = logging.getLogger(__name__)
 
 #: Most ops of one wavefront rProgram: beyond, the next wave starts a new program (one kernel
 #: of NASNet's 639 ops takes LLVM longer than a test run to compile).
 MAX_PROGRAM_OPS = 64
+
+
+@dataclass
+class OpItem:
+    """An emission item: the op keeps its own kernel."""
+
+    op: str
+
+
+@dataclass
+class RegionItem:
+    """An emission item: the ops (in graph order) run as one rProgram."""
+
+    ops: list[str]
+    program: RProgram
 
 
 def binding_deps(bindings) -> list[list[int]]:
@@ -170,8 +188,8 @@ def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, polic
     Returns
     -------
     (Schedule, list)
-        The unit schedule to record, and items ``("op", name)`` or
-        ``("region", names, RProgram)`` in emission order. Every program has been
+        The unit schedule to record, and items (:class:`OpItem`, :class:`RegionItem`) in
+        emission order. Every program has been
         simulated (no deadlock) and checked against the data flow.
     """
     if policy == "ios":
@@ -188,17 +206,17 @@ def plan_regions(unit_graph: OpGraph, graph: OpGraph, rops: dict, vdevice, polic
         items = []
         for si, stage in enumerate(runnable.stages):
             if si in programs:
-                items.append(("region", stage.ops, programs[si]))
+                items.append(RegionItem(stage.ops, programs[si]))
             else:
-                items.extend(("op", op) for op in stage.ops)
+                items.extend(OpItem(op) for op in stage.ops)
     else:
         programs = wavefront_policy(graph, rops, vdevice, name=f"{name}_wave", max_ops=max_ops)
         schedule, items = _wavefront_items(graph, unit_graph, programs)
     edges = [(graph.nodes[u].name, graph.nodes[v].name) for u, v in graph.edges]
     for item in items:
-        if item[0] == "region":
-            simulate(item[2])
-            check_dependencies(item[2], edges)
+        if isinstance(item, RegionItem):
+            simulate(item.program)
+            check_dependencies(item.program, edges)
     return schedule, items
 
 
@@ -211,10 +229,10 @@ def _wavefront_items(graph, unit_graph, programs) -> tuple[Schedule, list]:
         fixed = any(not graph.nodes[graph.index[op]].schedulable for op in ops)
         if fixed or len(units) < 2:
             stages.extend(Stage([[op]]) for op in units)
-            items.extend(("op", op) for op in ops)
+            items.extend(OpItem(op) for op in ops)
             continue
         stages.append(Stage([units]))
-        items.append(("region", ops, program))
+        items.append(RegionItem(ops, program))
     schedule = Schedule(stages, graph={"name": unit_graph.name, "num_ops": len(unit_graph),
                                        "fingerprint": unit_graph.fingerprint()},
                         params={"scheduler": "rammer-wavefront"})

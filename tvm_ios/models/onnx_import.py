@@ -62,7 +62,7 @@ def from_onnx(path: str | os.PathLike, shape_dict: Mapping[str, Sequence[int]] |
 
     try:
         model = prepare(onnx.load(path))
-    except Exception as err:  # noqa: BLE001  (protobuf and the evaluator raise many kinds)
+    except Exception as err:
         raise ValueError(f"{path}: not a readable ONNX model: {err}") from err
     shapes = {k: list(v) for k, v in shape_dict.items()} if shape_dict else None
     mod = _relax_from_onnx(model, shape_dict=shapes, opset=opset, keep_params_in_input=True)
@@ -83,7 +83,7 @@ def from_onnx(path: str | os.PathLike, shape_dict: Mapping[str, Sequence[int]] |
 
 def _drop_unused_params(mod, params: dict, num_input: int):
     """``main`` without the parameters its body never reads (and ``params`` without them)."""
-    from tvm import relax  # noqa: PLC0415
+    from tvm import relax
 
     func = mod["main"]
     used = set(relax.analysis.free_vars(func.body))

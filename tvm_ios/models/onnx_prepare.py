@@ -81,8 +81,8 @@ def fold_constants(model) -> int:
     outputs become initializers (those other nodes or the outputs use). Returns the number
     of nodes folded."""
     onnx = import_onnx()
-    from onnx import helper, numpy_helper  # noqa: PLC0415
-    from onnx.reference import ReferenceEvaluator  # noqa: PLC0415
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
 
     graph = model.graph
     known = {init.name for init in graph.initializer}
@@ -120,7 +120,7 @@ def fold_constants(model) -> int:
 
 def import_onnx():
     try:
-        import onnx  # noqa: PLC0415
+        import onnx
     except ImportError as err:
         raise ImportError("tvm_ios.models.from_onnx needs the 'onnx' package: "
                           "pip install onnx (or tvm-ios[onnx])") from err

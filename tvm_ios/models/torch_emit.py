@@ -129,7 +129,7 @@ class NetModule(torch.nn.Module):
             for name, value in net_layout(net, params).items():
                 self.weights[name].copy_(value)
 
-    def forward(self, x):  # noqa: D102  (nn.Module API)
+    def forward(self, x):
         values = {self.input_name: x}
         weights = self.weights
         for node in self.nodes:

@@ -101,7 +101,7 @@ class ApplySchedule:
         self.func_name = func_name
         self.fallback = fallback
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"ApplySchedule: module has no function {self.func_name!r}")
         ext = extract(mod[self.func_name], name=self.func_name)

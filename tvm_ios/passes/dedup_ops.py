@@ -70,7 +70,7 @@ class DedupOps:
         self.removed: dict[str, int] = {}
 
     @replays_last_run
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         before = op_calls(mod)
         out = relax.transform.EliminateCommonSubexpr()(mod)  # (leaves ``b = a`` aliases)
         after = op_calls(out)

@@ -82,7 +82,7 @@ class _Folder(_tvm.PyExprMutator):
         super().__init__(mod)
         self.folded = 0
 
-    def visit_call_(self, call):  # noqa: D102  (PyExprMutator protocol)
+    def visit_call_(self, call):
         call = super().visit_call_(call)
         if not isinstance(call.op, _tvm.Op) or call.op.name != _LAYOUT_TRANSFORM:
             return call
@@ -109,7 +109,7 @@ class FoldLayoutTransforms:
     def __init__(self):
         self.folded = 0  # transforms folded by the last run
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         folder = _Folder(mod)
         out = _tvm.rewrite_functions(folder, mod)
         self.folded = folder.folded

@@ -87,7 +87,7 @@ class GraphTurboRProgramPass:
         """The rPrograms built by the last run."""
         return self.rewrite.programs
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         split = self.split(mod)
         out = self.rewrite(split)
         record = _graphturbo_attr.load(split, self.func_name)

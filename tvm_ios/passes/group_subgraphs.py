@@ -38,7 +38,7 @@ class GroupSubgraphs:
         self.hw = get_hw(hw)
         self.func_name = func_name
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"GroupSubgraphs: module has no function {self.func_name!r}")
         lg = layer_graph(mod[self.func_name], name=self.func_name)

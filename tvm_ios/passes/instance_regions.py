@@ -17,7 +17,7 @@ from ..graphturbo.hwspec import HardwareSpec
 from ..graphturbo.instances import Instance
 from ..kernels.instance_policy import instances_policy
 from ..kernels.policies import resident_veus
-from ..kernels.program_regions import binding_deps
+from ..kernels.program_regions import OpItem, RegionItem, binding_deps
 from ..kernels.veu_memory import STATIC_SHARED_BYTES
 from ..kernels.interpreter import check_dependencies, simulate
 from ..schedule.schedule import Schedule, Stage
@@ -95,14 +95,14 @@ def plan_instance_items(mod, ext, graph, members, rops, backend, func_name: str,
     units = set(ext.graph.index)
     for kind, what in items:
         if kind == "own":
-            out.extend(("op", n) for n in what)
+            out.extend(OpItem(n) for n in what)
             stages.extend(Stage([[n]]) for n in what if n in units)
             continue
         simulate(what)
         check_dependencies(what, edges)
         _check_local(what, graph)
         ops = sorted(what.ops, key=graph.index.get)
-        out.append(("region", ops, what))
+        out.append(RegionItem(ops, what))
         stages.append(Stage([[op for op in ops if op in units]]))
     schedule = Schedule([s for s in stages if s.ops],
                         graph={"name": ext.graph.name, "num_ops": len(ext.graph),

@@ -60,7 +60,7 @@ class IOSPass:
                             max_block_bound=max_block_bound)
         self.func_name = func_name
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"IOSPass: module has no function {self.func_name!r}")
         ext = extract(mod[self.func_name], name=self.func_name)

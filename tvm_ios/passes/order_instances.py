@@ -66,7 +66,7 @@ class OrderInstances:
     def __init__(self, func_name: str = "main"):
         self.func_name = func_name
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         record = _graphturbo_attr.load(mod, self.func_name)
         if "plan" not in record:
             raise ValueError(f"OrderInstances: no GraphTurbo plan recorded for "

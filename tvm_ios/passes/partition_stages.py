@@ -138,7 +138,7 @@ class PartitionStages:
         self.cuts = [int(c) for c in cuts]
         self.func_name = func_name
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"PartitionStages: module has no function {self.func_name!r}")
         func = mod[self.func_name]

@@ -177,7 +177,7 @@ class GPUBackend:
     def rops(self, graph, members, bindings) -> dict:
         """GPU rOperators from TVM's dlight kernels; unschedulable ops are marked. Starts a
         run: kernels of an earlier module are forgotten."""
-        from ..kernels.gpu.programs import plan_gpu_ops  # noqa: PLC0415  (dlight import)
+        from ..kernels.gpu.programs import plan_gpu_ops
 
         self.gpu, rops = plan_gpu_ops(graph, members, bindings, self.target)
         self.kernels, self.source = [], None
@@ -186,7 +186,7 @@ class GPUBackend:
     def build(self, ops, program, units, builder):
         """``call_dps_packed`` of the program's kernel (built in :meth:`finish`), the
         outputs, and the kernel (whose step array :meth:`checks` reads)."""
-        from ..kernels.gpu.programs import build_program  # noqa: PLC0415
+        from ..kernels.gpu.programs import build_program
 
         missing = [op for op in ops if op not in self.gpu]
         if missing:
@@ -207,8 +207,8 @@ class GPUBackend:
         a program whose vEUs cannot all be resident there, so its stage keeps its kernels."""
         if self.kind != "cuda" or not _tvm.device_exists(self.target):
             return
-        from ..kernels.gpu.build import build_kernels  # noqa: PLC0415
-        from ..kernels.gpu.residency import check_program  # noqa: PLC0415
+        from ..kernels.gpu.build import build_kernels
+        from ..kernels.gpu.residency import check_program
 
         try:
             check_program(kernel, build_kernels(kernel.func, self.target).source, self.target)
@@ -235,7 +235,7 @@ class GPUBackend:
     def finish(self, mod):
         """``mod`` with the rProgram kernels, built into one runtime module (one CUDA or
         OpenCL module beside TVM's), added to its ``external_mods``."""
-        from ..kernels.gpu.build import build_kernels  # noqa: PLC0415
+        from ..kernels.gpu.build import build_kernels
 
         if not self.kernels:
             return mod

@@ -14,31 +14,69 @@ Sequential stages keep their own kernels. A program that cannot be built (an op 
 to something other than one kernel, a tensor flowing through a free op inside the program)
 keeps its ops' own kernels with a warning.
 
+What a run built is recorded on the module it returns (read it with :func:`rprograms_of`);
+the pass's ``programs`` and ``planned`` also keep its last run's, for older callers.
+
 The target is the one the module is compiled for: ``target=None`` takes
 ``tvm.target.Target.current()`` (``llvm`` when there is none) when the pass runs, and an
 explicit target that differs from the current one in kind or architecture is an error.
 """
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import dataclass
 
 from tvm import relax
 
 from .. import _tvm
 from ..graph.extract import extract
+from ..kernels.rprogram import RProgram
 from ..kernels.tvm_kernels import UnsupportedKernel
 from ..schedule.ios import ios_schedule
 from ..schedule.schedule import Schedule, ScheduleError
 from ..schedule.validate import validate_schedule
-from ..kernels.program_regions import MAX_PROGRAM_OPS, augment, binding_deps, plan_regions
+from ..kernels.program_regions import MAX_PROGRAM_OPS, RegionItem, augment, binding_deps, plan_regions
 from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND
 from .rprogram_backends import default_cost_model, make_backend
 from .apply_schedule import record_schedule, schedule_of
 
-__all__ = ["RProgramPass", "POLICIES"]
+__all__ = ["RProgramPass", "POLICIES", "RPROGRAMS_ATTR", "RProgramReport", "rprograms_of"]
 
 logger = logging.getLogger(__name__)
 POLICIES = ("ios", "wavefront", "instances")
+
+#: Module attribute holding ``{function name: {"planned": n, "programs": [rProgram dict]}}``.
+RPROGRAMS_ATTR = "tvm_ios.rprograms"
+
+
+@dataclass
+class RProgramReport:
+    """What ``RProgramPass`` did to one function: the rPrograms it built (each one kernel)
+    and how many its policy planned (the others kept their ops' own kernels)."""
+
+    programs: list[RProgram]
+    planned: int
+
+
+def rprograms_of(mod, func_name: str = "main") -> RProgramReport | None:
+    """The report ``RProgramPass`` recorded on ``mod`` for ``func_name``, or None."""
+    if mod.attrs is None or RPROGRAMS_ATTR not in mod.attrs:
+        return None
+    stored = json.loads(str(mod.attrs[RPROGRAMS_ATTR])).get(func_name)
+    if stored is None:
+        return None
+    return RProgramReport([RProgram.from_json(p) for p in stored["programs"]],
+                          int(stored["planned"]))
+
+
+def _record_programs(mod, func_name: str, programs: list, planned: int):
+    """``mod`` with the run's report for ``func_name`` added to :data:`RPROGRAMS_ATTR`."""
+    stored = {}
+    if mod.attrs is not None and RPROGRAMS_ATTR in mod.attrs:
+        stored = json.loads(str(mod.attrs[RPROGRAMS_ATTR]))
+    stored[func_name] = {"planned": planned, "programs": [p.to_dict() for p in programs]}
+    return mod.with_attr(RPROGRAMS_ATTR, json.dumps(stored, default=str))
 
 
 @_tvm.module_pass(opt_level=0, name="tvm_ios.RProgramPass")
@@ -112,7 +150,7 @@ class RProgramPass:
                              "unset to take the current one")
         return self.target
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"RProgramPass: module has no function {self.func_name!r}")
         self._use(self._target())
@@ -127,11 +165,12 @@ class RProgramPass:
         mod[mod.get_global_var(self.func_name)] = rewriter.with_checks(new_func)
         mod = self.backend.finish(mod)
         self.programs = rewriter.built
-        regions = self.planned = sum(kind == "region" for kind, *_ in items)
+        regions = self.planned = sum(isinstance(item, RegionItem) for item in items)
         logger.info("RProgramPass: %d rPrograms built, %d kept as own kernels",
                     len(rewriter.built), regions - len(rewriter.built))
         if not rewriter.built:  # nothing to run on vEUs: keep the bindings' order, which
             mod = original      # decides how the build fuses (and finds tuned kernels)
+        mod = _record_programs(mod, self.func_name, rewriter.built, regions)
         return record_schedule(mod, self.func_name, schedule)
 
     def _schedule(self, mod, graph) -> Schedule:
@@ -146,7 +185,7 @@ class RProgramPass:
         bindings = list(ext.func.body.blocks[ext.block_index].bindings)
         rops = self.backend.rops(graph, members, bindings)
         if self.policy == "instances":  # GraphTurbo instances as rTasks
-            from .instance_regions import plan_instance_items  # noqa: PLC0415
+            from .instance_regions import plan_instance_items
 
             return plan_instance_items(mod, ext, graph, members, rops, self.backend,
                                        self.func_name, self.max_ops)
@@ -192,10 +231,10 @@ class _RegionRewriter(_tvm.PyExprMutator):
             return super().visit_dataflow_block_(block)
         self.builder_._begin_dataflow_block()
         for item in self.items:
-            if item[0] == "region":
-                self._emit_region(item[1], item[2])
+            if isinstance(item, RegionItem):
+                self._emit_region(item.ops, item.program)
             else:
-                for index in self.members[item[1]]:
+                for index in self.members[item.op]:
                     self._emit(index)
         for index in range(len(self.bindings)):
             self._emit(index)

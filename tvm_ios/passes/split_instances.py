@@ -51,7 +51,7 @@ class SplitInstances:
         self.order, self.oversize, self.func_name = order, oversize, func_name
         self.outline = outline
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"SplitInstances: module has no function {self.func_name!r}")
         record = _graphturbo_attr.load(mod, self.func_name)

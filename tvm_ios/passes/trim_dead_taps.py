@@ -65,7 +65,7 @@ class _Trimmer(_tvm.PyExprMutator):
         self.bound_only = bound_only
         self.trimmed: list[str] = []
 
-    def visit_call_(self, call):  # noqa: D102  (PyExprMutator protocol)
+    def visit_call_(self, call):
         call = super().visit_call_(call)
         if not isinstance(call.op, _tvm.Op) or call.op.name != "relax.nn.conv2d":
             return call
@@ -135,7 +135,7 @@ class TrimDeadTaps:
         self.trimmed: list[str] = []  # weight shape -> live taps, of the last run
 
     @replays_last_run
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         out, self.trimmed = _trim_module(mod, self.bound_only)
         if not self.trimmed:
             return mod

@@ -23,10 +23,10 @@ def plot_convergence(results, path: str, title: str = "", reference: float | Non
     reference : float, optional
         Throughput the y axis is normalised to (default: the best of ``results``).
     """
-    import matplotlib  # noqa: PLC0415  (optional dependency: extras "plot")
+    import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import matplotlib.pyplot as plt
 
     ref = reference or max(r.throughput for r in results) or 1.0
     fig, ax = plt.subplots(figsize=(6.4, 4.0))

@@ -148,7 +148,7 @@ class Pipeline:
         self.report: dict | None = None
         self.cost_model = None  # the schedule step's, once it ran
 
-    def transform_module(self, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_module(self, mod, ctx):
         target = _tvm.current_target() or _tvm.make_target("llvm")
         mod, self.report = self.rewrite(mod, target)
         mod = attach_metadata(mod, self.report)
@@ -244,7 +244,7 @@ def _record_result(report: dict, mod, func_name: str) -> None:
                   stages=len(schedule.stages) if schedule else 0, rprograms=len(programs),
                   num_veus=max((p["num_veus"] for p in programs), default=0) if cpu else 0)
     if report.get("tuned_kernels"):
-        from ..kernels.tuned_build import tuned_functions  # noqa: PLC0415
+        from ..kernels.tuned_build import tuned_functions
 
         tuned, total = tuned_functions(mod)
         report["tuned_kernels"] = {"tuned": tuned, "total": total}

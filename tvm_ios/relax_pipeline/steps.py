@@ -31,7 +31,7 @@ def graphturbo_hw(target) -> str:
     """The GraphTurbo preset of ``target``: its GPU for CUDA; ``dsa`` elsewhere until a CPU
     preset exists."""
     if target.kind.name == "cuda":
-        from ..kernels.vdevice import target_vdevice  # noqa: PLC0415
+        from ..kernels.vdevice import target_vdevice
 
         return target_vdevice(target).name
     return "dsa"
@@ -42,9 +42,9 @@ def graphturbo_passes(hw) -> list:
 
     Instances stay inline (``outline=False``): their ops are units the IOS step schedules
     (instances of one layer can share a stage) and the engine emits."""
-    from ..passes.group_subgraphs import GroupSubgraphs  # noqa: PLC0415
-    from ..passes.order_instances import OrderInstances  # noqa: PLC0415
-    from ..passes.split_instances import SplitInstances  # noqa: PLC0415
+    from ..passes.group_subgraphs import GroupSubgraphs
+    from ..passes.order_instances import OrderInstances
+    from ..passes.split_instances import SplitInstances
 
     return [GroupSubgraphs(hw), SplitInstances(outline=False), OrderInstances()]
 
@@ -62,8 +62,8 @@ def cost_model_for(target, engine: str = "rprogram", device: str | None = None, 
     With ``kernels``, a merge is priced only where the log has its figure
     (:func:`~tvm_ios.cost.hybrid.logged_cost_model`).
     """
-    from ..cost.analytical import AnalyticalCostModel  # noqa: PLC0415
-    from ..cost.hybrid import logged_cost_model, predictor_preset  # noqa: PLC0415
+    from ..cost.analytical import AnalyticalCostModel
+    from ..cost.hybrid import logged_cost_model, predictor_preset
 
     analytical = AnalyticalCostModel(device or predictor_preset(target, engine))
     if log is None and kernels is not None:
@@ -83,7 +83,7 @@ def fallback_judges(target, opts, mod, kernels=None):
     if opts.engine != "rprogram" or opts.policy != "ios" or target.kind.name != "llvm" \
             or engine_veus(target) < 2:
         return None
-    from ..cost.stage_judges import stage_judges  # noqa: PLC0415
+    from ..cost.stage_judges import stage_judges
 
     log = _judges_log(opts, kernels)
     logged = log is not None and (not isinstance(log, (str, Path)) or Path(log).is_file())
@@ -91,7 +91,7 @@ def fallback_judges(target, opts, mod, kernels=None):
         return None
     measurer = opts.measure
     if measurer is True:
-        from ..cost.stage_judges import judge_measurer  # noqa: PLC0415
+        from ..cost.stage_judges import judge_measurer
 
         measurer = judge_measurer(kernels.target if kernels is not None else target)
     logged_target = str(kernels.target) if kernels is not None else str(target)
@@ -114,7 +114,7 @@ def schedule_pass(opts, cost_model, judges=None, decisions: list | None = None,
     rPrograms of ``num_veus`` vEUs, :func:`engine_veus`); else ``IOSPass`` with
     ``cost_model`` and ``opts``' r, s and strategy."""
     if opts.schedule is not None:
-        from ..passes.apply_schedule import ApplySchedule  # noqa: PLC0415
+        from ..passes.apply_schedule import ApplySchedule
 
         return ApplySchedule(opts.schedule, func_name=opts.func_name, fallback=True)
     ios = dict(max_group_size=opts.r, max_num_groups=opts.s)
@@ -123,7 +123,7 @@ def schedule_pass(opts, cost_model, judges=None, decisions: list | None = None,
     if opts.engine == "rprogram" and opts.policy == "ios":
         return rprogram_schedule_pass(cost_model, opts.func_name, judges, decisions,
                                       num_veus=num_veus, **ios)
-    from ..passes.ios_pass import IOSPass  # noqa: PLC0415
+    from ..passes.ios_pass import IOSPass
 
     return IOSPass(cost_model, func_name=opts.func_name, strategy=opts.strategy, **ios)
 
@@ -137,7 +137,7 @@ def rprogram_schedule_pass(cost_model, func_name: str = "main", judges=None,
     sequential (an rProgram's vEUs run one-core kernels, so a stage of large ops can lose
     what its concurrency gains). The bindings are left in place: ``RProgramPass`` emits
     them from the schedule. With ``num_veus`` below 2, the sequential schedule."""
-    from ..cost.stage_judges import rprogram_schedule  # noqa: PLC0415
+    from ..cost.stage_judges import rprogram_schedule
 
     @_tvm.module_pass(opt_level=0, name="tvm_ios.IOSSchedule")
     def _schedule(mod, _ctx):
@@ -153,7 +153,7 @@ def engine_veus(target) -> int | None:
     vEUs are its persistent blocks, more than any stage has groups)."""
     if target.kind.name != "llvm":
         return None
-    from ..kernels.vdevice import pool_threads  # noqa: PLC0415
+    from ..kernels.vdevice import pool_threads
 
     return pool_threads()
 
@@ -173,7 +173,7 @@ def model_judge_pass(target, opts, kernels, decisions: list, lower):
     here = bool(opts.measure) and getattr(opts.measure, "rpc", None) is None
     if log is None and not here:
         return None
-    from ..cost.model_judge import judge_module  # noqa: PLC0415
+    from ..cost.model_judge import judge_module
 
     @_tvm.module_pass(opt_level=0, name="tvm_ios.ModelJudge")
     def _judge(mod, _ctx):
@@ -192,7 +192,7 @@ def engine_pass(target, opts, kernels=None):
     ``kernels``' serial kernels); None for stages."""
     if opts.engine != "rprogram":
         return None
-    from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
+    from ..passes.rprogram_pass import RProgramPass
 
     cpu = {"kernels": kernels} if target.kind.name == "llvm" else {}
     return RProgramPass(opts.policy, func_name=opts.func_name, target=target, **cpu)
@@ -203,7 +203,7 @@ def open_kernel_db(kernels):
     from its directory (None, with a warning, when it was tuned for another CPU)."""
     if kernels is None:
         return None
-    from ..tuning.kernel_db import KernelDB, open_kernels  # noqa: PLC0415
+    from ..tuning.kernel_db import KernelDB, open_kernels
 
     return kernels if isinstance(kernels, KernelDB) else open_kernels(kernels)
 
@@ -218,7 +218,7 @@ def kernel_passes(kernels, target, cover: int = 0) -> list:
     if target.kind.name != "llvm":
         raise ValueError(f"tvm_ios.pipeline: the kernel database {kernels.path} holds llvm "
                          f"kernels; it cannot build for target kind {target.kind.name!r}")
-    from ..tuning.coverage import kernels_pass  # noqa: PLC0415
+    from ..tuning.coverage import kernels_pass
 
     return [kernels_pass(kernels, cover)]
 

@@ -54,7 +54,7 @@ def check_tracker(host: str, port: int, key: str, timeout_s: float = 10.0):
     config = ms.runner.RPCConfig(host, port, key, session_timeout_sec=int(max(1, timeout_s)))
     try:
         servers = config.count_num_servers(allow_missing=True)
-    except Exception as err:  # noqa: BLE001  (tvm.rpc raises several types)
+    except Exception as err:
         raise RPCError(f"RPC tracker {host}:{port} did not answer: {err}") from err
     if servers == 0:
         raise RPCError(f"RPC tracker {host}:{port} has no server with key {key!r}")

@@ -99,7 +99,7 @@ def kernels_pass(kernels, cover: int = 0):
     directory; one tuned for another CPU is refused with a warning: untuned) to a Relax
     module: legalized, fused, tuned kernels in (what the ``ios`` pipeline runs on llvm),
     those the database lacks tuned first with ``cover`` trials each (:func:`apply_covered`)."""
-    from .kernel_db import KernelDB, open_kernels  # noqa: PLC0415
+    from .kernel_db import KernelDB, open_kernels
 
     db = kernels if isinstance(kernels, KernelDB) else open_kernels(kernels)
 

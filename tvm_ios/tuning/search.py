@@ -59,7 +59,7 @@ ms = _tvm.ms
 class InProcessBuilder(ms.builder.PyBuilder):
     """Builds candidates in the calling process (0.25 s each here; no worker pool)."""
 
-    def build(self, build_inputs):  # noqa: D102  (meta_schedule protocol)
+    def build(self, build_inputs):
         results = []
         for item in build_inputs:
             try:  # a packed candidate is timed on packed weights, as the build runs it
@@ -82,7 +82,7 @@ class TuneProgress(ms.measure_callback.PyMeasureCallback):
         self.total, self.done, self.report = total, 0, report
 
     def apply(self, task_scheduler, task_id, measure_candidates, builder_results,
-              runner_results):  # noqa: D102  (meta_schedule protocol)
+              runner_results):
         self.done += len(measure_candidates)
         if self.report is not None:
             self.report(self.done, self.total)

@@ -27,7 +27,7 @@ def _step(make):
 AVG = lambda x: relax.op.nn.avg_pool2d(x, (3, 3), padding=(1, 1),  # noqa: E731
                                        count_include_pad=False)
 MAX = lambda x: relax.op.nn.max_pool2d(x, (3, 3), padding=(1, 1))  # noqa: E731
-CONV = lambda x: relax.op.nn.conv2d(x, relax.const(np.ones((16, 32, 3, 3), "float32")),  # noqa
+CONV = lambda x: relax.op.nn.conv2d(x, relax.const(np.ones((16, 32, 3, 3), "float32")),  # noqa: E731
                                     padding=(1, 1))
 
 

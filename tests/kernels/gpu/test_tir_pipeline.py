@@ -50,7 +50,7 @@ def test_a_pipeline_without_the_cut_is_a_clear_error(monkeypatch):
 def test_no_pipeline_is_registered_globally():
     from tvm.tirx import compilation_pipeline
 
-    import tvm_ios.kernels.gpu.build  # noqa: F401
+    import tvm_ios.kernels.gpu.build
     import tvm_ios.passes.rprogram_pass  # noqa: F401
 
     assert not [name for name in compilation_pipeline.PIPELINE_MAP if "tvm_ios" in name]

@@ -158,7 +158,7 @@ def build_cpu_primfunc(program: RProgram, steps_of: dict, tensors: dict,
 
 def _veu_scratch(program, steps_of, buffers, scratch) -> tuple[list, list]:
     """Arena and views for the non-parameter tensors (one dtype), by vEU and liveness."""
-    from ..veu_memory import cpu_views, pack  # noqa: PLC0415  (only for vEU-local programs)
+    from ..veu_memory import cpu_views, pack
 
     dtypes = {str(b.dtype) for b in scratch}
     if len(dtypes) != 1:

@@ -23,7 +23,7 @@ from .build import build_kernels
 from .roperator import gpu_roperator
 from ..bounded_wait import DEFAULT_WAIT_BOUND
 from .persistent import Workspace, build_persistent_primfunc
-from ..program_regions import augment, plan_regions
+from ..program_regions import RegionItem, augment, plan_regions
 from ..roperator import RKernel, ROperator
 from ..veu_memory import STATIC_SHARED_BYTES, pack, program_events
 from .sync import sync_for
@@ -115,7 +115,8 @@ def plan_programs(mod, target, policy: str = "ios", schedule=None, func_name: st
     bindings = list(ext.func.body.blocks[ext.block_index].bindings)
     gpu, rops = plan_gpu_ops(graph, members, bindings, target)
     _, items = plan_regions(ext.graph, graph, rops, vdevice, policy, schedule, func_name)
-    return [(item[1], item[2]) for item in items if item[0] == "region"], gpu, vdevice
+    return ([(item.ops, item.program) for item in items if isinstance(item, RegionItem)], gpu,
+            vdevice)
 
 
 def gpu_rprograms(mod, target, policy: str = "ios", schedule=None, func_name: str = "main",

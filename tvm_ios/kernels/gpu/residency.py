@@ -157,9 +157,9 @@ def check_program(kernel, source: str, target, ordinal: int = 0) -> str:
     and the device's limits, and raises :class:`ResidencyError` with the numbers when its
     vEUs cannot all be resident. Returns the verdict's text otherwise.
     """
-    from ... import _tvm  # noqa: PLC0415
+    from ... import _tvm
 
-    from .build import persistent_kernel  # noqa: PLC0415
+    from .build import persistent_kernel
 
     device = query_device(ordinal)
     _, name = persistent_kernel(source, kernel.program.name)

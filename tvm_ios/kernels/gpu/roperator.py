@@ -56,7 +56,7 @@ def rtask_target(target):
 
 
 @tirx.transform.prim_func_pass(opt_level=0, name="tvm_ios.PadSmallShared")
-class pad_small_shared:  # noqa: N801  (a pass factory, named like TVM's)
+class pad_small_shared:
     """Give every shared buffer of 32 bits or less a second element.
 
     ``MergeSharedMemoryAllocations`` never frees such buffers ("small arrays stay in
@@ -65,7 +65,7 @@ class pad_small_shared:  # noqa: N801  (a pass factory, named like TVM's)
     cross-thread reduction TVM makes of an average pool. The padding costs 4 bytes each.
     """
 
-    def transform_function(self, func, mod, ctx):  # noqa: D102  (tvm.transform protocol)
+    def transform_function(self, func, mod, ctx):
         remap = {}
 
         def collect(stmt):

@@ -53,7 +53,7 @@ class _Half:
         self.found = False  # the cut itself was met (not only the host/device split)
         self.ran: list[str] = []
 
-    def should_run(self, mod, info):  # noqa: D102  (tvm.instrument protocol)
+    def should_run(self, mod, info):
         name = info.name
         if name == _PIPELINE:
             self.inside = True
@@ -69,7 +69,7 @@ class _Half:
             self.ran.append(name)
         return run
 
-    def run_after_pass(self, mod, info):  # noqa: D102  (tvm.instrument protocol)
+    def run_after_pass(self, mod, info):
         if info.name == _PIPELINE:
             self.inside = False
 
@@ -120,7 +120,7 @@ def build_merged(mod, target):
 def pipeline_halves(target="nvidia/nvidia-h100") -> tuple[list[str], list[str]]:
     """The pass names TVM's default pipeline runs before and after ``CUT`` (on a trivial
     function for ``target``): what :func:`lower_to_merge` and :func:`build_merged` run."""
-    T = _tvm.T  # noqa: N806  (TVMScript reads its namespace by this name)
+    T = _tvm.T
 
     @T.prim_func
     def probe(a: T.Buffer((4,), "float32")):

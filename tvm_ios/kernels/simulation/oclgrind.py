@@ -54,7 +54,7 @@ def oclgrind_missing() -> str | None:
         return ("the oclgrind simulator is not installed (apt-get install oclgrind "
                 "ocl-icd-libopencl1)")
     try:
-        import pyopencl  # noqa: F401, PLC0415
+        import pyopencl  # noqa: F401
     except ImportError:
         return "pyopencl is not installed (pip install pyopencl)"
     return None
