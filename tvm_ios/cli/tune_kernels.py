@@ -17,6 +17,7 @@ import sys
 import time
 
 from .common import add_model_options, load_model, write_json
+from .errors import note_fallback
 
 #: The kernel variants (:data:`tvm_ios.kernels.kernel_db.VARIANTS`; parsing imports no TVM).
 VARIANTS = ("parallel", "serial", "packed", "serial-packed")
@@ -105,16 +106,21 @@ def add_kernels_option(parser, default=None) -> None:
 
 def kernels_of(args, name: str | None = None):
     """The :class:`~tvm_ios.kernels.kernel_db.KernelDB` of ``--kernels`` for this machine,
-    or None (untuned: none asked, none found, or tuned for another target, with a warning)."""
+    or None (untuned: none asked, none found, or tuned for another target, with a warning,
+    recorded by :func:`~tvm_ios.cli.errors.note_fallback`: exit 2 under ``--strict``)."""
     from ..kernels.kernel_db import find_kernels, open_kernels  # noqa: PLC0415
 
     spec = getattr(args, "kernels", None)
     if spec in (None, "none"):
         return None
-    if spec == "auto":
-        path = find_kernels(name or args.model, args.image_size)
-        return open_kernels(path) if path is not None else None
-    return open_kernels(spec)
+    path = find_kernels(name or args.model, args.image_size) if spec == "auto" else spec
+    if path is None:
+        return None
+    db = open_kernels(path)
+    if db is None:  # tuned for a target whose code cannot run here (warned): untuned
+        note_fallback(args, "kernels", "untuned", f"kernel database {path} was tuned for "
+                      "another target, whose code cannot run here: building untuned")
+    return db
 
 
 def missing_tune_extra() -> str | None:
