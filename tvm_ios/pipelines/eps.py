@@ -219,8 +219,8 @@ def check_places(eps, spec: str = "", cores=None) -> None:
     have = f"this machine has {len(cores)} usable cores {cores}"
     if sum(e.units for e in cpu) > len(cores):
         raise ValueError(f"{what} needs {sum(e.units for e in cpu)} cores for its "
-                         f"{len(cpu)} CPU places, {have}; give --eps cpu{len(cores)} or "
-                         "inline places that fit, or --times modelled")
+                         f"{len(cpu)} CPU places, {have}; give places that fit (preset cpu2 "
+                         "needs 2 cores), or --times modelled or measured")
     for ep in cpu:
         if set(ep.cores) - set(cores):
             raise ValueError(f"{what}: place {ep.name} is pinned to cores {list(ep.cores)}, "
