@@ -11,8 +11,8 @@ from tvm_ios import _tvm, models
 from tvm_ios.cli import run as run_cli
 from tvm_ios.cli.errors import OutputsDiffer, check_outputs
 from tvm_ios.cli.main import build_parser, main
-from tvm_ios.kernels.kernel_db import KernelDB
-from tvm_ios.pipelines.eps import check_places, parse_eps
+from tvm_ios.tuning.kernel_db import KernelDB
+from tvm_ios.pipelining.eps import check_places, parse_eps
 from tvm_ios.relax_pipeline import pipeline
 from tvm_ios.runtime.compare import Comparison
 

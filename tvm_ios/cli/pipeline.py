@@ -52,12 +52,12 @@ def _options(args, name: str) -> dict:
 
 def run(args) -> int:
     """Search, print one line per algorithm, write ``--json`` and ``--plot``."""
-    from ..pipelines.eps import check_places, eps_to_json, parse_eps  # noqa: PLC0415
-    from ..pipelines.layer_times import (layer_weights, measured_times,  # noqa: PLC0415
+    from ..pipelining.eps import check_places, eps_to_json, parse_eps  # noqa: PLC0415
+    from ..pipelining.layer_times import (layer_weights, measured_times,  # noqa: PLC0415
                                          modelled_times)
-    from ..pipelines.run import check_stages, modelled_search, run_search  # noqa: PLC0415
-    from ..pipelines.space import ConfigSpace  # noqa: PLC0415
-    from ..pipelines.stages import PipelineMeasure, StagePlan  # noqa: PLC0415
+    from ..pipelining.run import check_stages, modelled_search, run_search  # noqa: PLC0415
+    from ..pipelining.space import ConfigSpace  # noqa: PLC0415
+    from ..pipelining.stages import PipelineMeasure, StagePlan  # noqa: PLC0415
 
     eps = parse_eps(args.eps)
     if args.times == "online":  # only on places this machine has (else exit 2, one line)
@@ -88,7 +88,7 @@ def run(args) -> int:
             "results": [r.to_dict() for r in results]}
     write_json(args.json, data, provenance=True)
     if args.plot:
-        from ..pipelines.plot import plot_convergence  # noqa: PLC0415
+        from ..pipelining.plot import plot_convergence  # noqa: PLC0415
 
         plot_convergence(results, args.plot, f"{model} on {args.eps}")
         print(f"plot: {args.plot}")
