@@ -18,6 +18,7 @@ from pathlib import Path
 import os
 
 from .common import add_ios_options, add_model_options, load_model, write_json
+from .errors import add_strict_option, fallbacks_of, note_schedule_fallback
 from .kernels_option import add_kernels_option, kernels_of
 
 __all__ = ["add_parser", "add_pipeline_options", "make_pipeline", "compile_model",
@@ -63,6 +64,7 @@ def add_pipeline_options(parser, engine: str) -> None:
                         help="with a kernel database: tune each convolution or matmul kernel "
                              "of the build it has no record of with N trials, into it, before "
                              "building (default 0: build those untuned, with a warning)")
+    add_strict_option(parser)
 
 
 def make_pipeline(args, metadata: dict | None = None, kernels=None):
@@ -121,6 +123,7 @@ def run(args) -> int:
                 "weights": weights_digest(params)}
     pipe = make_pipeline(args, metadata, kernels)
     report = compile_model(mod, params, target, pipe, args.output)
+    note_schedule_fallback(args, report)
     print(f"{name} for {target.kind.name}: {' -> '.join(report['passes'])}")
     print(f"  {report['stages']} stages, {report['rprograms']} rPrograms"
           + (f" on {report['num_veus']} vEUs (TVM_NUM_THREADS >= {report['num_veus']} to run)"
@@ -129,5 +132,6 @@ def run(args) -> int:
         tuned = report["tuned_kernels"]
         print(f"  {tuned['tuned']} of {tuned['total']} kernels tuned, from {report['kernels']}")
     print(f"  library: {args.output}")
-    write_json(args.json, {**report, "library": str(args.output)}, provenance=True)
+    write_json(args.json, {**report, "library": str(args.output),
+                           "fallbacks": fallbacks_of(args)}, provenance=True)
     return 0

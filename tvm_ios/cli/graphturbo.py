@@ -20,6 +20,7 @@ import sys
 import time
 
 from . import common
+from .errors import BadInput, add_tolerance_option, check_outputs
 
 __all__ = ["add_parser", "run", "main"]
 
@@ -47,6 +48,7 @@ def _arguments(parser) -> None:
                         help="a layer too large for LB: error, or keep it per layer in DRAM")
     parser.add_argument("--verify", action="store_true",
                         help="build original and rewritten module on llvm and compare")
+    add_tolerance_option(parser)  # with --verify: exit 1 beyond it
     parser.add_argument("--plot", metavar="FILE", help="write a PNG of LB use per step")
     parser.add_argument("--verbose-sgs", action="store_true", help="list every sub-graph")
 
@@ -76,13 +78,14 @@ def run(args) -> int:
     result = {"model": name, "hw": args.hw, "batch": args.batch,
               "image_size": args.image_size or 224, "plan": plan.to_dict()}
     rewritten = _rprogram(mod, args, result) if args.engine == "rprogram" else None
-    if args.verify:
-        _verify(mod, params, args, rewritten, result)
+    verified = _verify(mod, params, args, rewritten, result) if args.verify else None
     if args.plot:
         print(f"LB plot: {plot_lb(plan, args.plot)}")
     if args.json:
         common.write_json(args.json, result)
         print(f"figures written to {args.json}")
+    if verified is not None:
+        check_outputs(verified, args.tolerance, f"{name} ({args.engine})")
     return 0
 
 
@@ -113,8 +116,9 @@ def _rprogram(mod, args, result):
     return rewritten
 
 
-def _verify(mod, params, args, rewritten, result) -> None:
-    """Build the original and the rewritten module on llvm and compare their outputs."""
+def _verify(mod, params, args, rewritten, result):
+    """Build the original and the rewritten module on llvm, compare their outputs, record
+    the comparison in ``result``; returns it."""
     import tvm
 
     from tvm_ios.runtime.compare import compare_modules
@@ -127,12 +131,12 @@ def _verify(mod, params, args, rewritten, result) -> None:
         rewritten = tvm.transform.Sequential([GroupSubgraphs(args.hw), SplitInstances(
             order=args.order, oversize=args.oversize), OrderInstances()])(mod)
     elif args.target != "llvm":
-        raise SystemExit("tvm-ios graphturbo: --verify runs on llvm; this machine cannot run "
-                         f"{args.target}")
+        raise BadInput(f"--verify runs on llvm; this machine cannot run {args.target}")
     cmp = compare_modules(mod, rewritten, params, "llvm")
     print(f"verify (llvm, {args.engine}): max abs diff {cmp.max_abs_diff:.3g} "
           f"(max |output| {cmp.max_abs_value:.3g})")
     result["verify"] = cmp.to_dict()
+    return cmp
 
 
 def main(argv=None) -> int:

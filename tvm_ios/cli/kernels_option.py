@@ -5,6 +5,8 @@ imports :mod:`.common`) both use it without importing each other.
 """
 from __future__ import annotations
 
+from .errors import note_fallback
+
 __all__ = ["add_kernels_option", "kernels_of"]
 
 
@@ -19,7 +21,8 @@ def add_kernels_option(parser, default=None) -> None:
 
 def kernels_of(args, name: str | None = None, mod=None):
     """The :class:`~tvm_ios.tuning.kernel_db.KernelDB` of ``--kernels`` for this machine,
-    or None (untuned: none asked, none found, or tuned for another target, with a warning).
+    or None (untuned: none asked, none found, or tuned for another target, with a warning,
+    recorded by :func:`~tvm_ios.cli.errors.note_fallback`: exit 2 under ``--strict``).
     ``auto``: the model's own in the user's cache (needs its Relax module ``mod``), else a
     seed (:func:`~tvm_ios.tuning.cache.lookup`)."""
     from ..tuning.cache import lookup
@@ -28,7 +31,11 @@ def kernels_of(args, name: str | None = None, mod=None):
     spec = getattr(args, "kernels", None)
     if spec in (None, "none"):
         return None
-    if spec == "auto":
-        path = lookup(name or args.model, args.image_size, mod)
-        return open_kernels(path) if path is not None else None
-    return open_kernels(spec)
+    path = lookup(name or args.model, args.image_size, mod) if spec == "auto" else spec
+    if path is None:
+        return None
+    db = open_kernels(path)
+    if db is None:  # tuned for a target whose code cannot run here (warned): untuned
+        note_fallback(args, "kernels", "untuned", f"kernel database {path} was tuned for "
+                      "another target, whose code cannot run here: building untuned")
+    return db

@@ -9,6 +9,9 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
+
+from .errors import BadInput, OutputsDiffer
 
 __all__ = ["main", "COMMANDS", "EXTRAS"]
 
@@ -34,23 +37,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(err: BaseException) -> str:
+    """The first non-empty line of ``err``'s message (its type when it has none)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
+
+
+def _fail(args, kind: str, err: BaseException, code: int, line: str | None = None) -> int:
+    """Print ``tvm-ios CMD: KIND: <one line>`` (``line``, default ``err``'s first; with
+    ``-v`` the traceback before it); returns ``code``."""
+    if args.verbose:
+        traceback.print_exception(err, file=sys.stderr)
+    print(f"tvm-ios {args.command}: {kind}: {line or _one_line(err)}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; returns the exit code (2 for bad input)."""
+    """Run the command line; returns the exit code (:mod:`tvm_ios.cli.errors`: 1 outputs
+    differ, 2 bad input, 3 internal error)."""
     args = build_parser().parse_args(argv)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.handler(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as err:
-        print(f"tvm-ios {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    except OutputsDiffer as err:
+        return _fail(args, "outputs differ", err, 1)
+    except (BadInput, ValueError, FileNotFoundError, KeyError) as err:
+        return _fail(args, "error", err, 2)
     except ModuleNotFoundError as err:
         extra = EXTRAS.get((err.name or "").split(".")[0])
         if extra is None:
-            raise
+            return _fail(args, "internal error", err, 3, f"ModuleNotFoundError: {err}")
         print(f"tvm-ios {args.command}: error: the Python module {err.name} is missing; "
               f"install it with: pip install 'tvm-ios[{extra}]'", file=sys.stderr)
         return 2
+    except Exception as err:  # noqa: BLE001  (anything else is ours: one line, -v for more)
+        hint = "" if args.verbose else " (-v prints the traceback)"
+        return _fail(args, "internal error", err, 3,
+                     f"{type(err).__name__}: {_one_line(err)}{hint}")
 
 
 if __name__ == "__main__":

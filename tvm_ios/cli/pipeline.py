@@ -24,7 +24,8 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--search", default="shisha",
                         help=f"one or more of {', '.join(SEARCHES)} (comma-separated) or all")
     parser.add_argument("--times", choices=("modelled", "measured", "online"),
-                        default="modelled", help="layer-time source (default modelled)")
+                        default="modelled", help="layer-time source (default modelled); online "
+                        "runs only on places this machine has (else exit 2)")
     parser.add_argument("--log", metavar="FILE", help="JSON-lines log of measured layer times")
     parser.add_argument("--stages", type=int, default=None, help="deepest pipeline")
     parser.add_argument("--alpha", type=int, default=10, help="Shisha/Pipe-search alpha")
@@ -51,7 +52,7 @@ def _options(args, name: str) -> dict:
 
 def run(args) -> int:
     """Search, print one line per algorithm, write ``--json`` and ``--plot``."""
-    from ..pipelining.eps import eps_to_json, parse_eps
+    from ..pipelining.eps import check_places, eps_to_json, parse_eps
     from ..pipelining.layer_times import (layer_weights, measured_times,
                                          modelled_times)
     from ..pipelining.run import check_stages, modelled_search, run_search
@@ -59,6 +60,8 @@ def run(args) -> int:
     from ..pipelining.stages import PipelineMeasure, StagePlan
 
     eps = parse_eps(args.eps)
+    if args.times == "online":  # only on places this machine has (else exit 2, one line)
+        check_places(eps, args.eps)
     names = _searches(args.search)
     mod, params, model = load_model(args)
     plan = StagePlan.from_model(mod, params)

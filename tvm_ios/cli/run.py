@@ -13,12 +13,12 @@ is timed too when PyTorch is installed.
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from .common import add_model_options, load_model, write_json
 from .compile import add_pipeline_options, build_threads, make_pipeline, size_thread_pool
+from .errors import (BadInput, add_tolerance_option, check_outputs, fallbacks_of,
+                     note_schedule_fallback)
 from .kernels_option import kernels_of
 
 __all__ = ["add_parser"]
@@ -29,7 +29,8 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "run", help="run the scheduled model (or a compiled --lib) against TVM's default build")
     add_model_options(parser)
-    add_pipeline_options(parser, engine="stages")
+    add_pipeline_options(parser, engine="rprogram")  # tvm_ios.pipeline()'s default
+    add_tolerance_option(parser)
     parser.add_argument("--target", default="llvm", help="build target (default llvm)")
     parser.add_argument("--schedule", metavar="FILE",
                         help="apply this schedule JSON instead of searching one")
@@ -57,11 +58,12 @@ def missing_device(target: str) -> str | None:
 
 
 def run(args) -> int:
-    """Print the schedule, the max abs difference and both latencies; ``--json`` them."""
+    """Print the schedule, the max abs difference and both latencies; ``--json`` them.
+    Exit 1 (:class:`~tvm_ios.cli.errors.OutputsDiffer`) when the outputs differ beyond
+    ``--tolerance``, after all is printed and written."""
     missing = missing_device(args.target)
     if missing and not args.lib:
-        print(f"tvm-ios run: error: {missing}", file=sys.stderr)
-        return 1
+        raise BadInput(missing)
     mod, params, name = load_model(args)
     if getattr(args, "tune", None) and not args.lib:
         from .run_tune import tune_first
@@ -85,7 +87,8 @@ def run(args) -> int:
               f"({torch_ms / max(result.latency_ms_rewritten, 1e-9):.2f}x of scheduled)")
     write_json(args.json, {"model": name, "target": args.target if not args.lib else
                            doc["target"], **result.to_dict(), "pytorch_eager_ms": torch_ms,
-                           **doc}, provenance=True)
+                           **doc, "fallbacks": fallbacks_of(args)}, provenance=True)
+    check_outputs(result, args.tolerance, f"{name} ({label})")
     return 0
 
 
@@ -100,6 +103,7 @@ def _run_pipeline(args, mod, params, name):
     bound = _tvm.bind_params(mod, params)
     build_target = kernels.target if kernels is not None else target
     rewritten, report = make_pipeline(args, kernels=kernels).rewrite(bound, build_target)
+    note_schedule_fallback(args, report)
     if report["schedule"]:
         print(Schedule.from_json(report["schedule"]))
     for program in report["rprogram_list"]:

@@ -53,6 +53,9 @@ def from_onnx(path: str | os.PathLike, shape_dict: Mapping[str, Sequence[int]] |
         When ``path`` does not exist.
     ImportError
         When the ``onnx`` package is not installed.
+    ValueError
+        When the file is not a readable ONNX model, or TVM's ONNX frontend rejects it (an
+        op it lacks: the message names the op(s) and the frontend).
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -65,7 +68,12 @@ def from_onnx(path: str | os.PathLike, shape_dict: Mapping[str, Sequence[int]] |
     except Exception as err:
         raise ValueError(f"{path}: not a readable ONNX model: {err}") from err
     shapes = {k: list(v) for k, v in shape_dict.items()} if shape_dict else None
-    mod = _relax_from_onnx(model, shape_dict=shapes, opset=opset, keep_params_in_input=True)
+    try:
+        mod = _relax_from_onnx(model, shape_dict=shapes, opset=opset, keep_params_in_input=True)
+    except Exception as err:
+        first = next((line for line in str(err).splitlines() if line.strip()), repr(err))
+        raise ValueError(f"{path}: TVM's Relax ONNX frontend rejects the model: "
+                         f"{first.strip()}") from err
     func = mod["main"]
     values = list(func.attrs["params"]) if func.attrs and "params" in func.attrs else []
     num_input = int(func.attrs["num_input"])

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 from ..hardware import DeviceSpec
 
-__all__ = ["EPSpec", "PRESETS", "parse_eps", "ranked", "eps_to_json"]
+__all__ = ["EPSpec", "PRESETS", "parse_eps", "ranked", "eps_to_json", "check_places"]
 
 logger = logging.getLogger(__name__)
 
@@ -182,3 +182,53 @@ def ranked(eps) -> list[int]:
 def eps_to_json(eps) -> list[dict]:
     """JSON-serialisable list of EP dicts."""
     return [asdict(e) for e in eps]
+
+
+def _core_kinds(cores) -> set:
+    """The distinct speeds of ``cores`` (Linux's ``cpu_capacity``, else the highest
+    frequency); one kind when neither is readable."""
+    kinds = set()
+    for core in cores:
+        base = f"/sys/devices/system/cpu/cpu{core}"
+        for name in ("cpu_capacity", "cpufreq/cpuinfo_max_freq"):
+            try:
+                with open(f"{base}/{name}", encoding="ascii") as handle:
+                    kinds.add((name, handle.read().strip()))
+                break
+            except OSError:
+                continue
+    return kinds or {("uniform", "")}
+
+
+def check_places(eps, spec: str = "", cores=None) -> None:
+    """Refuse ``eps`` for an online run unless this machine has every place: the CPU EPs'
+    threads fit the usable ``cores`` (default :func:`~tvm_ios._tvm.usable_cores`) without
+    sharing one, their pinned cores are usable, slow places (SEP) exist only where the
+    cores are of more than one speed, and a GPU EP's device is present.
+
+    Raises
+    ------
+    ValueError
+        One line naming the place that does not exist here and what the machine has.
+    """
+    from .. import _tvm
+
+    cores = list(_tvm.usable_cores() if cores is None else cores)
+    what = f"EP spec {spec or [e.name for e in eps]}"
+    cpu = [e for e in eps if e.kind == "cpu"]
+    have = f"this machine has {len(cores)} usable cores {cores}"
+    if sum(e.units for e in cpu) > len(cores):
+        raise ValueError(f"{what} needs {sum(e.units for e in cpu)} cores for its "
+                         f"{len(cpu)} CPU places, {have}; give places that fit (preset cpu2 "
+                         "needs 2 cores), or --times modelled or measured")
+    for ep in cpu:
+        if set(ep.cores) - set(cores):
+            raise ValueError(f"{what}: place {ep.name} is pinned to cores {list(ep.cores)}, "
+                             f"{have}")
+    if any(not e.is_fast for e in cpu) and len(_core_kinds(cores)) < 2:
+        slow = [e.name for e in cpu if not e.is_fast]
+        raise ValueError(f"{what}: slow places (SEP) {', '.join(slow)} do not exist here: "
+                         f"{have}, all of one speed; give every CPU place class FEP")
+    for ep in eps:
+        if ep.kind == "gpu" and not _tvm.device_exists(_tvm.make_target(ep.target)):
+            raise ValueError(f"{what}: GPU place {ep.name} ({ep.target}) is not present")

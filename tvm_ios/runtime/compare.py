@@ -78,12 +78,15 @@ def time_module(executable, inputs: list[np.ndarray], device=None, number: int =
 
 @dataclass
 class Comparison:
-    """Result of :func:`compare_modules`."""
+    """Result of :func:`compare_modules`: the largest |diff| and |reference| over the
+    outputs, the latencies, and per flattened output its |diff| and |reference| maxima."""
 
     max_abs_diff: float
     max_abs_value: float
     latency_ms_original: float | None
     latency_ms_rewritten: float | None
+    output_diffs: list | None = None
+    output_scales: list | None = None
 
     def to_dict(self) -> dict:
         """JSON-serialisable dict."""
@@ -129,11 +132,12 @@ def compare_executables(exe_a, exe_b, inputs: list[np.ndarray], device=None,
     out_b = flatten_outputs(run(exe_b, inputs, device))
     if len(out_a) != len(out_b) or any(a.shape != b.shape for a, b in zip(out_a, out_b)):
         raise AssertionError("the rewritten module returns outputs of other shapes")
-    diff = max(float(np.max(np.abs(a - b))) if a.size else 0.0 for a, b in zip(out_a, out_b))
-    scale = max(float(np.max(np.abs(a))) if a.size else 0.0 for a in out_a)
+    diffs = [float(np.max(np.abs(a - b))) if a.size else 0.0 for a, b in zip(out_a, out_b)]
+    scales = [float(np.max(np.abs(a))) if a.size else 0.0 for a in out_a]
+    diff, scale = max(diffs, default=0.0), max(scales, default=0.0)
     lat_a = lat_b = None
     if timing:
         lat_a = time_module(exe_a, inputs, device, repeat=repeat)
         lat_b = time_module(exe_b, inputs, device, repeat=repeat)
     logger.info("compare: max |diff| %.3g (max |out| %.3g)", diff, scale)
-    return Comparison(diff, scale, lat_a, lat_b)
+    return Comparison(diff, scale, lat_a, lat_b, diffs, scales)
