@@ -79,7 +79,7 @@ def test_full_size_models_match(model, below_original):
     traffic = {k: v["bytes"] for k, v in record["rprogram"]["traffic"].items()}
     assert traffic["rtasks"] < traffic["instances"]  # the kept tensors cost nothing
     # ResNet-50's split instances re-read their inputs' halos and overlaps: more than the
-    # original moves (254 MB against 202, the README's table); MobileNet-v2's kept
+    # original moves (254 MB against 202, the table in docs/design/graphturbo.md); MobileNet-v2's kept
     # instance outputs cut it to a third
     assert (traffic["rtasks"] < traffic["original"]) == below_original
 
