@@ -21,6 +21,9 @@ COMMANDS = ("schedule", "run", "compile", "stats", "tune", "tune_kernels", "code
 EXTRAS = {"cloudpickle": "tune", "psutil": "tune", "tornado": "tune", "xgboost": "tune",
           "matplotlib": "plot", "onnx": "onnx", "torch": "torch"}
 
+#: Optional modules no extra installs -> the command that does.
+INSTALLS = {"torchvision": "pip install --no-deps torchvision==0.28.0"}
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
@@ -45,11 +48,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tvm-ios {args.command}: error: {err}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as err:
-        extra = EXTRAS.get((err.name or "").split(".")[0])
-        if extra is None:
+        top = (err.name or "").split(".")[0]
+        extra = EXTRAS.get(top)
+        if extra is None and top not in INSTALLS:
             raise
+        how = INSTALLS.get(top) or f"pip install 'tvm-ios[{extra}]'"
         print(f"tvm-ios {args.command}: error: the Python module {err.name} is missing; "
-              f"install it with: pip install 'tvm-ios[{extra}]'", file=sys.stderr)
+              f"install it with: {how}", file=sys.stderr)
         return 2
 
 
