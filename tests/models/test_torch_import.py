@@ -154,3 +154,38 @@ def test_cli_torchvision_model(capsys):
     assert main(["stats", "--model", "torchvision:squeezenet1_1", "--image-size", "64"]) == 0
     assert main(["stats", "--model", "torchvision:no_such_net"]) == 2
     assert "no_such_net" in capsys.readouterr().err
+
+
+# -- torch.compile ------------------------------------------------------------------------
+def test_torch_compile_backend_matches_eager():
+    import tvm_ios
+
+    module, x = _branchy()
+    torch._dynamo.reset()
+    fast = torch.compile(module, backend=tvm_ios.torch_backend(pipeline="ios", target="llvm"))
+    with torch.no_grad():
+        assert _rel(fast(x).numpy(), module(x).numpy()) < 1e-5
+
+
+def test_torch_compile_backend_falls_back_to_eager(caplog):
+    import tvm_ios
+
+    torch._dynamo.reset()
+    fast = torch.compile(_Bessel(), backend=tvm_ios.torch_backend(pipeline="ios"))
+    x = torch.randn(1, 3, 8, 8)
+    with caplog.at_level("WARNING", logger="tvm_ios.torch_compile"):
+        np.testing.assert_allclose(fast(x).numpy(), _Bessel()(x).numpy())
+    assert any("runs eagerly" in r.message for r in caplog.records), caplog.text
+
+
+@pytest.mark.slow
+def test_torch_compile_googlenet_matches_eager():
+    import tvm_ios
+
+    _zoo()
+    module = torchvision_zoo.build("googlenet")
+    x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    torch._dynamo.reset()
+    fast = torch.compile(module, backend=tvm_ios.torch_backend(pipeline="ios", target="llvm"))
+    with torch.no_grad():
+        assert _rel(fast(x).numpy(), module(x).numpy()) < 1e-4
