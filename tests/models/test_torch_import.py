@@ -1,5 +1,7 @@
 """PyTorch models in: ``from_torch``, folded batch norms, ``--model file.pt2`` and
 ``torchvision:NAME``, torchvision's architectures through ``relax_pipeline="ios"``."""
+import os
+
 import numpy as np
 import pytest
 
@@ -120,7 +122,11 @@ def _zoo():
     try:
         return torchvision_zoo.torchvision_models()
     except ModuleNotFoundError:
-        pytest.skip(f"torchvision is not installed: {torchvision_zoo.INSTALL}")
+        if os.environ.get("TVM_IOS_REQUIRE_TORCH") == "1":  # the torch tier installs it
+            pytest.fail(f"TVM_IOS_REQUIRE_TORCH=1 but torchvision is missing: "
+                        f"pip install -e '.[test,torch]'")
+        pytest.skip(f"torchvision is not installed: {torchvision_zoo.INSTALL} "
+                    f"(or pip install -e '.[test,torch]')")
 
 
 FAST = ("squeezenet1_1", "googlenet", "shufflenet_v2_x1_0")
