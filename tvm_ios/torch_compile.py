@@ -8,18 +8,22 @@ TVM 0.27 ships one (``tvm.relax.frontend.torch.relax_dynamo(pipeline)``); it is 
 as it is because it applies the pipeline as a pass and then runs ``relax.build``'s default
 pipeline again (the ``ios`` pipeline already ends in TVM's default build), picks its own
 target, keeps batch norms unfolded and lets any conversion or build error escape into the
-user's program. Here each FX graph goes through TVM's ``from_fx`` (as ``relax_dynamo``
-does), its batch norms are folded (:mod:`tvm_ios.models.fold_batch_norm`) and it is
-compiled with ``tvm.compile(mod, target, relax_pipeline=pipeline)``. A graph that fails
+user's program; and its ``from_fx`` does not convert the functional ``batch_norm`` of
+dynamo's graphs ("Unsupported function types ['batch_norm']"). Here each FX graph is
+exported again with ``torch.export`` and imported by
+:func:`~tvm_ios.models.torch_import.from_torch` (batch norms folded into the convolutions,
+as for ``--model``), then compiled with ``tvm.compile(mod, target, relax_pipeline=pipeline)``. A graph that fails
 anywhere on the way runs eagerly instead, with a warning naming the error: the user's
-program never crashes because of the backend.
+program never crashes because of the backend. The module's parameters and buffers, which
+dynamo passes as graph inputs, are read once when a graph is compiled (an inference
+backend: weights changed later are not seen).
 """
 from __future__ import annotations
 
 import logging
 
 from . import _tvm
-from .models.fold_batch_norm import fold_batch_norm
+from .models.torch_import import from_torch
 
 logger = logging.getLogger(__name__)
 
@@ -58,26 +62,67 @@ def torch_backend(pipeline="ios", target="llvm"):
 def _compiled(graph_module, example_inputs, pipeline, target):
     """The VM function of ``graph_module`` compiled with ``pipeline``, as a torch callable."""
     import torch  # noqa: PLC0415
-    from tvm.relax.frontend.torch import from_fx  # noqa: PLC0415
 
     if any(not isinstance(t, torch.Tensor) or t.device.type != "cpu" for t in example_inputs):
         raise ValueError("only CPU tensor inputs are compiled")
-    input_info = [(tuple(int(d) for d in t.shape), str(t.dtype).replace("torch.", ""))
-                  for t in example_inputs]
-    with torch.no_grad():
-        mod = from_fx(graph_module, input_info)
-    mod, folded = fold_batch_norm(mod)
-    vm = _tvm.virtual_machine(_tvm.compile_module(mod, target, pipeline=pipeline))
-    main = vm["main"]
-    logger.info("torch_backend: compiled a graph of %d nodes (%d batch norms folded)",
-                len(graph_module.graph.nodes), folded)
+    weights = _weight_inputs(graph_module, example_inputs)
+    frozen = _frozen(graph_module, example_inputs, weights, torch)
+    users = [t for i, t in enumerate(example_inputs) if i not in weights]
+    mod, params = from_torch(frozen, tuple(users))
+    mod = _tvm.bind_params(mod, params)
+    main = _tvm.virtual_machine(_tvm.compile_module(mod, target, pipeline=pipeline))["main"]
+    logger.info("torch_backend: compiled a graph of %d nodes (%d inputs, %d weights)",
+                len(graph_module.graph.nodes), len(users), len(weights))
+    wrap = _returns_tuple(graph_module)
 
     def run(*args):
-        tensors = [_tvm.tensor(a.detach().contiguous().numpy()) for a in args]
-        out = main(*tensors)
-        return _to_torch(out, torch)
+        args = [a for i, a in enumerate(args) if i not in weights]
+        out = _to_torch(main(*[_tvm.tensor(a.detach().contiguous().numpy()) for a in args]),
+                        torch)
+        return (out,) if wrap and isinstance(out, torch.Tensor) else out
 
     return run
+
+
+def _weight_inputs(graph_module, example_inputs) -> set:
+    """Positions of the inputs that are the module's parameters and buffers: dynamo passes
+    them as graph inputs (``inline_inbuilt_nn_modules``), sourced from ``._parameters[...]``
+    or ``._buffers[...]`` of a module."""
+    found = set()
+    placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
+    for i, node in enumerate(placeholders[:len(example_inputs)]):
+        source = getattr(node.meta.get("grapharg"), "source", None)
+        name = source.name if isinstance(getattr(source, "name", None), str) else ""
+        if "._parameters[" in name or "._buffers[" in name:
+            found.add(i)
+    return found
+
+
+def _frozen(graph_module, example_inputs, weights: set, torch):
+    """``graph_module`` as a module of its user inputs only, its weight inputs held as
+    buffers (named after their placeholders), so that export sees them as constants."""
+    names = [n.name.strip("_") for n in graph_module.graph.nodes if n.op == "placeholder"]
+
+    class Frozen(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.graph_module = graph_module
+            for i in sorted(weights):
+                self.register_buffer(names[i], example_inputs[i].detach().clone())
+
+        def forward(self, *users):
+            it = iter(users)
+            args = [getattr(self, names[i]) if i in weights else next(it)
+                    for i in range(len(example_inputs))]
+            return self.graph_module(*args)
+
+    return Frozen()
+
+
+def _returns_tuple(graph_module) -> bool:
+    """Whether the FX graph returns a tuple or list (dynamo's graphs do)."""
+    outputs = [n for n in graph_module.graph.nodes if n.op == "output"]
+    return bool(outputs) and isinstance(outputs[0].args[0], (tuple, list))
 
 
 def _to_torch(value, torch):

@@ -163,14 +163,16 @@ def test_cli_torchvision_model(capsys):
 
 
 # -- torch.compile ------------------------------------------------------------------------
-def test_torch_compile_backend_matches_eager():
+def test_torch_compile_backend_matches_eager(caplog):
     import tvm_ios
 
     module, x = _branchy()
     torch._dynamo.reset()
     fast = torch.compile(module, backend=tvm_ios.torch_backend(pipeline="ios", target="llvm"))
-    with torch.no_grad():
+    with torch.no_grad(), caplog.at_level("INFO", logger="tvm_ios"):
         assert _rel(fast(x).numpy(), module(x).numpy()) < 1e-5
+    assert "compiled a graph" in caplog.text and "runs eagerly" not in caplog.text, caplog.text
+    assert "FoldBatchNorm: 4 batch norms folded" in caplog.text, caplog.text
 
 
 def test_torch_compile_backend_falls_back_to_eager(caplog):
