@@ -12,9 +12,9 @@ user's program; and its ``from_fx`` does not convert the functional ``batch_norm
 dynamo's graphs ("Unsupported function types ['batch_norm']"). Here each FX graph is
 exported again with ``torch.export`` and imported by
 :func:`~tvm_ios.models.torch_import.from_torch` (batch norms folded into the convolutions,
-as for ``--model``), then compiled with ``tvm.compile(mod, target, relax_pipeline=pipeline)``. A graph that fails
-anywhere on the way runs eagerly instead, with a warning naming the error: the user's
-program never crashes because of the backend. The module's parameters and buffers, which
+as for ``--model``), then compiled with ``tvm.compile(mod, target,
+relax_pipeline=pipeline)``. A graph that fails anywhere on the way runs eagerly instead,
+with a warning naming the error: the user's program never crashes because of the backend. The module's parameters and buffers, which
 dynamo passes as graph inputs, are read once when a graph is compiled (an inference
 backend: weights changed later are not seen).
 """

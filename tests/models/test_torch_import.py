@@ -187,7 +187,7 @@ def test_torch_compile_backend_falls_back_to_eager(caplog):
 
 
 @pytest.mark.slow
-def test_torch_compile_googlenet_matches_eager():
+def test_torch_compile_googlenet_matches_eager(caplog):
     import tvm_ios
 
     _zoo()
@@ -195,5 +195,6 @@ def test_torch_compile_googlenet_matches_eager():
     x = torch.randn(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))
     torch._dynamo.reset()
     fast = torch.compile(module, backend=tvm_ios.torch_backend(pipeline="ios", target="llvm"))
-    with torch.no_grad():
+    with torch.no_grad(), caplog.at_level("INFO", logger="tvm_ios"):
         assert _rel(fast(x).numpy(), module(x).numpy()) < 1e-4
+    assert "compiled a graph" in caplog.text and "runs eagerly" not in caplog.text, caplog.text
