@@ -19,9 +19,11 @@ raised as one-line :class:`ValueError` naming the op or the export error.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+import warnings
 
 import numpy as np
 from tvm import relax
@@ -95,7 +97,8 @@ def load_exported(path: str | os.PathLike, fold: bool = True):
         raise FileNotFoundError(f"torch model file not found: {path!r}")
     torch = _torch()
     try:
-        program = torch.export.load(path)
+        with _quiet():
+            program = torch.export.load(path)
     except Exception as err:  # noqa: BLE001  (zip, pickle and schema errors)
         raise ValueError(f"{path}: not a readable torch.export program: {_first_line(err)}") \
             from err
@@ -107,8 +110,9 @@ def from_exported(program, name: str = "model", fold: bool = True):
     from tvm.relax.frontend.torch import from_exported_program  # noqa: PLC0415
 
     try:
-        mod = from_exported_program(program, keep_params_as_input=True,
-                                    unwrap_unit_return_tuple=True)
+        with _quiet():
+            mod = from_exported_program(program, keep_params_as_input=True,
+                                        unwrap_unit_return_tuple=True)
     except Exception as err:  # noqa: BLE001  (the frontend asserts, raises KeyError...)
         raise ValueError(f"{name}: TVM's PyTorch frontend cannot convert it: "
                          f"{_frontend_error(err)}") from err
@@ -122,6 +126,15 @@ def from_exported(program, name: str = "model", fold: bool = True):
         mod, params = _folded(mod, params, num_input)
     logger.info("imported %s: %d inputs, %d parameters", name, num_input, len(params))
     return mod, params
+
+
+@contextlib.contextmanager
+def _quiet():
+    """torch 2.13's pytree deprecation warning (``LeafSpec``), which torch's own unpickling
+    and TVM 0.27's frontend trigger, kept off the user's terminal."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        yield
 
 
 def _first_line(err: Exception) -> str:
