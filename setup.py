@@ -7,6 +7,9 @@ TUNE = ["psutil", "cloudpickle", "tornado", "xgboost-cpu>=2.0", "scipy>=1.10", "
 PLOT = ["matplotlib>=3.7"]
 ONNX = ["onnx>=1.15"]
 TORCH = "torch==2.13.0"
+#: Pinned to the release made for TORCH (its model definitions; see models/torchvision_zoo.py
+#: for why its compiled ops are not needed where its wheel does not match the CPU torch).
+TORCHVISION = "torchvision==0.28.0"
 #: tests/test_tutorials.py runs the notebooks in a Jupyter kernel.
 NOTEBOOKS = ["nbclient>=0.10", "nbformat>=5.9", "ipykernel>=6.29"]
 #: The persistent-kernel tests run the OpenCL kernels under the Oclgrind simulator (apt oclgrind).
@@ -46,7 +49,7 @@ setup(
         "plot": PLOT,
         # Pinned: never let pip resolve an unpinned torch. For a CPU-only machine install
         # the CPU build of this version (the "+cpu" wheel) first.
-        "torch": [TORCH],
+        "torch": [TORCH, TORCHVISION],
         # What the benchmarks need: the baselines a user would otherwise pick (the CPU
         # table's PyTorch and ONNX Runtime, benchmarks/cpu_latency.py).
         "bench": TUNE + PLOT + ONNX + ["onnxruntime>=1.17", TORCH],

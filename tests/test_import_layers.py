@@ -30,6 +30,7 @@ LAYER_OF = {
     "tvm_ios.bench": "bench",                    # GPU benchmark artifacts, provenance
     "tvm_ios.relax_pipeline": "pipeline", "tvm_ios.relax_pipeline.steps": "pipeline",  # the "ios"
     "tvm_ios._autoload": "pipeline",             # Relax pipelines
+    "tvm_ios.torch_compile": "pipeline",         # torch.compile through a pipeline
     "tvm_ios.cli": "cli",
 }
 _BASE = {"adapter", "devices"}

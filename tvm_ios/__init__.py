@@ -8,6 +8,7 @@ plugin through its ``tvm.backends`` entry point)::
     schedule = ios_schedule(graph, AnalyticalCostModel(), max_group_size=3, max_num_groups=8)
     mod = tvm.transform.Sequential([IOSPass()])(mod)
     ex = tvm.compile(mod, "llvm", relax_pipeline=pipeline(engine="rprogram"))  # or "ios"
+    fast = torch.compile(model, backend=torch_backend(pipeline="ios", target="llvm"))
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ _EXPORTS = {
     "schedule_of": "tvm_ios.passes.apply_schedule",
     "models": "tvm_ios.models",
     "pipeline": "tvm_ios.relax_pipeline",
+    "torch_backend": "tvm_ios.torch_compile",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

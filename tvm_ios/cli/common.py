@@ -15,7 +15,9 @@ __all__ = ["add_model_options", "add_ios_options", "load_model", "load_ios_graph
 def add_model_options(parser) -> None:
     """``--model NAME|FILE.onnx``, ``--batch``, ``--image-size``, ``--json``."""
     parser.add_argument("--model", required=True,
-                        help="a zoo model name (see `tvm-ios schedule --list`) or an ONNX file")
+                        help="a zoo model name (see `tvm-ios schedule --list`), an ONNX file, "
+                             "a saved torch.export program (FILE.pt2) or torchvision:NAME "
+                             "(random weights; e.g. torchvision:googlenet)")
     parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     parser.add_argument("--image-size", type=int, default=None,
                         help="square input size (default: the model's published size)")
@@ -54,11 +56,27 @@ def block_options(args) -> dict:
     return {} if bound is None else {"max_block_bound": bound}
 
 
+#: ``--model torchvision:NAME``: a torchvision architecture with random weights.
+TORCHVISION = "torchvision:"
+
+
 def load_model(args):
-    """``(mod, params, name)`` of ``--model``: a zoo name or a path to an ONNX file."""
-    from .. import models
+    """``(mod, params, name)`` of ``--model``: a zoo name, ``torchvision:NAME``, or a path to
+    an ONNX file or a saved torch.export program (``.pt2``)."""
+    from .. import models  # (keeps `tvm-ios --help` fast)
 
     spec = args.model
+    if spec.startswith(TORCHVISION):
+        from ..models import torchvision_zoo  # (needs torch)
+
+        arch = spec[len(TORCHVISION):]
+        mod, params = torchvision_zoo.get(arch, batch_size=args.batch, image_size=args.image_size)
+        return mod, params, f"torchvision_{arch}"
+    if spec.endswith(".pt2"):
+        if not Path(spec).is_file():
+            raise FileNotFoundError(f"model file {spec} does not exist")
+        mod, params = models.from_exported_file(spec)
+        return mod, params, Path(spec).stem
     if spec.endswith(".onnx") or "/" in spec or Path(spec).suffix:
         path = Path(spec)
         if not path.is_file():

@@ -24,6 +24,9 @@ COMMANDS = ("schedule", "run", "compile", "stats", "tune", "tune_kernels", "code
 EXTRAS = {"cloudpickle": "tune", "psutil": "tune", "tornado": "tune", "xgboost": "tune",
           "matplotlib": "plot", "onnx": "onnx", "torch": "torch"}
 
+#: Optional modules no extra installs -> the command that does.
+INSTALLS = {"torchvision": "pip install --no-deps torchvision==0.28.0"}
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
@@ -65,11 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     except (BadInput, ValueError, FileNotFoundError, KeyError) as err:
         return _fail(args, "error", err, 2)
     except ModuleNotFoundError as err:
-        extra = EXTRAS.get((err.name or "").split(".")[0])
-        if extra is None:
+        top = (err.name or "").split(".")[0]
+        extra = EXTRAS.get(top)
+        if extra is None and top not in INSTALLS:
             return _fail(args, "internal error", err, 3, f"ModuleNotFoundError: {err}")
+        how = INSTALLS.get(top) or f"pip install 'tvm-ios[{extra}]'"
         print(f"tvm-ios {args.command}: error: the Python module {err.name} is missing; "
-              f"install it with: pip install 'tvm-ios[{extra}]'", file=sys.stderr)
+              f"install it with: {how}", file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001  (anything else is ours: one line, -v for more)
         hint = "" if args.verbose else " (-v prints the traceback)"

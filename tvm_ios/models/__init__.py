@@ -8,6 +8,9 @@ and the constants ``DEFAULT_IMAGE_SIZE``, ``MIN_IMAGE_SIZE``, ``NUM_CLASSES`` an
     mod, params = models.get("inception_v3", image_size=75)   # Relax module + numpy params
     net = models.net("nasnet_a")                               # the plain-data definition
 
+PyTorch models: ``from_torch(module, example_inputs)`` (and ``from_exported_file("m.pt2")``)
+return the same ``(mod, params)``; :mod:`.torchvision_zoo` builds torchvision's architectures.
+
 Models: ``inception_v3``, ``squeezenet`` (1.1), ``nasnet_a`` (large, 6@4032), ``randwire``
 (WS(4, 0.75), C = 154), ``resnext29`` (16x64d, CIFAR), ``resnet50`` and ``mobilenet_v2``.
 """
@@ -27,7 +30,25 @@ from .weights import init_params
 logger = logging.getLogger(__name__)
 
 __all__ = ["get", "net", "names", "min_image_size", "default_image_size", "published_params",
-           "from_onnx", "to_relax", "init_params", "Net", "Node"]
+           "from_onnx", "from_torch", "from_exported_file", "to_relax", "init_params", "Net",
+           "Node"]
+
+
+def from_torch(module, example_inputs, fold: bool = True):
+    """Relax module and parameters of a ``torch.nn.Module`` (``torch.export``, TVM's
+    ``from_exported_program``, batch norms folded); see
+    :func:`tvm_ios.models.torch_import.from_torch`."""
+    from .torch_import import from_torch as _from_torch
+
+    return _from_torch(module, example_inputs, fold=fold)
+
+
+def from_exported_file(path, fold: bool = True):
+    """Relax module and parameters of a ``torch.export.save``-d program (``.pt2``); see
+    :func:`tvm_ios.models.torch_import.load_exported`."""
+    from .torch_import import load_exported
+
+    return load_exported(path, fold=fold)
 
 _MODULES = {
     "inception_v3": "inception_v3",

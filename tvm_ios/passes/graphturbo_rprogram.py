@@ -23,7 +23,7 @@ from ..graphturbo.hwspec import get_hw
 from ..kernels.instance_policy import INSTANCE_PROGRAM_OPS
 from ..kernels.program_regions import augment
 from ..kernels.traffic import activation_traffic
-from . import graphturbo_attr as _graphturbo_attr
+from . import graphturbo_attr
 from .group_subgraphs import GroupSubgraphs
 from .order_instances import OrderInstances
 from .rprogram_pass import RProgramPass
@@ -90,13 +90,13 @@ class GraphTurboRProgramPass:
     def transform_module(self, mod, ctx):
         split = self.split(mod)
         out = self.rewrite(split)
-        record = _graphturbo_attr.load(split, self.func_name)
+        record = graphturbo_attr.load(split, self.func_name)
         record["rprogram"] = {
             "programs": [_summary(p) for p in self.programs],
             "traffic": self._traffic(mod, split)}
         logger.info("GraphTurboRProgramPass: %d rPrograms, traffic %s", len(self.programs),
                     {k: v["bytes"] for k, v in record["rprogram"]["traffic"].items()})
-        return _graphturbo_attr.store(out, self.func_name, record)
+        return graphturbo_attr.store(out, self.func_name, record)
 
     def _traffic(self, mod, split) -> dict:
         """Activation traffic: original, instances one at a time, instances as rTasks."""

@@ -15,7 +15,7 @@ from ..graphturbo.grouping import group_subgraphs
 from ..graphturbo.hwspec import get_hw
 from ..graphturbo.layers import layer_graph
 from ..graphturbo.splitinfo import SGContext
-from . import graphturbo_attr as _graphturbo_attr
+from . import graphturbo_attr
 
 __all__ = ["GroupSubgraphs"]
 
@@ -48,4 +48,4 @@ class GroupSubgraphs:
                   "grouping": grouping.to_dict()}
         logger.info("GroupSubgraphs: %d layers -> %d sub-graphs", len(lg.graph),
                     len(grouping.sgs))
-        return _graphturbo_attr.store(mod, self.func_name, record)
+        return graphturbo_attr.store(mod, self.func_name, record)

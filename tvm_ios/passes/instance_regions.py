@@ -21,7 +21,7 @@ from ..kernels.program_regions import OpItem, RegionItem, binding_deps
 from ..kernels.veu_memory import STATIC_SHARED_BYTES
 from ..kernels.interpreter import check_dependencies, simulate
 from ..schedule.schedule import Schedule, Stage
-from . import graphturbo_attr as _graphturbo_attr
+from . import graphturbo_attr
 from .instance_emitter import instance_tag
 
 __all__ = ["plan_instance_items", "instance_of_nodes"]
@@ -68,7 +68,7 @@ def _external(graph, members, bindings) -> set:
 def plan_instance_items(mod, ext, graph, members, rops, backend, func_name: str,
                         max_ops: int | None) -> tuple[Schedule, list]:
     """The unit schedule to record and the emission items (see :func:`plan_regions`)."""
-    record = _graphturbo_attr.load(mod, func_name)
+    record = graphturbo_attr.load(mod, func_name)
     if "plan" not in record:
         raise ValueError(f"RProgramPass(policy='instances'): no GraphTurbo plan recorded for "
                          f"{func_name!r}; run SplitInstances(outline=False) and "

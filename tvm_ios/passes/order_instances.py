@@ -12,7 +12,7 @@ import logging
 from tvm import relax
 
 from .. import _tvm
-from . import graphturbo_attr as _graphturbo_attr
+from . import graphturbo_attr
 from .instance_emitter import instance_tag
 
 __all__ = ["OrderInstances"]
@@ -67,7 +67,7 @@ class OrderInstances:
         self.func_name = func_name
 
     def transform_module(self, mod, ctx):
-        record = _graphturbo_attr.load(mod, self.func_name)
+        record = graphturbo_attr.load(mod, self.func_name)
         if "plan" not in record:
             raise ValueError(f"OrderInstances: no GraphTurbo plan recorded for "
                              f"{self.func_name!r}; run SplitInstances first")
@@ -79,4 +79,4 @@ class OrderInstances:
         mod[mod.get_global_var(self.func_name)] = new_func
         record["emitted"] = plan["chosen"]
         logger.info("OrderInstances: %d instances in %s order", len(order), plan["chosen"])
-        return _graphturbo_attr.store(mod, self.func_name, record)
+        return graphturbo_attr.store(mod, self.func_name, record)

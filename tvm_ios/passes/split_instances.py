@@ -18,7 +18,7 @@ from ..graphturbo.hwspec import HardwareSpec, get_hw
 from ..graphturbo.layers import layer_graph
 from ..graphturbo.plan import plan_graph
 from ..graphturbo.splitinfo import SGContext
-from . import graphturbo_attr as _graphturbo_attr
+from . import graphturbo_attr
 from .instance_emitter import InstanceEmitter, sg_masks
 
 __all__ = ["SplitInstances"]
@@ -54,7 +54,7 @@ class SplitInstances:
     def transform_module(self, mod, ctx):
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"SplitInstances: module has no function {self.func_name!r}")
-        record = _graphturbo_attr.load(mod, self.func_name)
+        record = graphturbo_attr.load(mod, self.func_name)
         hw = self.hw or (HardwareSpec(**record["hw"]) if "hw" in record else get_hw("dsa"))
         lg = layer_graph(mod[self.func_name], name=self.func_name)
         sgs = sg_masks(lg, record["groups"]) if "groups" in record else None
@@ -72,4 +72,4 @@ class SplitInstances:
         mod = new_mod
         record.update(hw=hw.to_dict(), plan=plan.to_dict(), emitted="topological")
         logger.info("SplitInstances: %s", str(plan).splitlines()[0])
-        return _graphturbo_attr.store(mod, self.func_name, record)
+        return graphturbo_attr.store(mod, self.func_name, record)
