@@ -114,3 +114,21 @@ def test_a_corrupt_cache_entry_is_skipped_with_a_warning_naming_it(cache, caplog
         found = lookup("squeezenet", 64, mod)
     assert found != own and found is not None  # (a seed instead)
     assert f"kernel cache entry {own} is corrupt" in caplog.text
+
+
+def test_auto_with_only_seeds_this_cpu_cannot_run_says_how_to_tune(cache, tmp_path,
+                                                                   monkeypatch, caplog):
+    from tvm_ios.cli.kernels_option import kernels_of
+
+    root = tmp_path / "seeds"
+    KernelDB(root / "llvm-cortex-a72-2c" / "squeezenet-48",
+             {"kind": "llvm", "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a72",
+              "num-cores": 2}, create=True)
+    monkeypatch.setattr(kernel_cache, "seed_roots", lambda: [root])
+
+    class Args:
+        kernels, model, image_size = "auto", "squeezenet", 48
+    with caplog.at_level(logging.WARNING):
+        assert kernels_of(Args) is None
+    assert "building untuned" in caplog.text
+    assert "`tvm-ios tune-kernels --model squeezenet --image-size 48`" in caplog.text

@@ -25,7 +25,7 @@ def kernels_of(args, name: str | None = None, mod=None):
     recorded by :func:`~tvm_ios.cli.errors.note_fallback`: exit 2 under ``--strict``).
     ``auto``: the model's own in the user's cache (needs its Relax module ``mod``), else a
     seed (:func:`~tvm_ios.tuning.cache.lookup`)."""
-    from ..tuning.cache import lookup
+    from ..tuning.cache import hint_once, lookup
     from ..tuning.kernel_db import open_kernels
 
     spec = getattr(args, "kernels", None)
@@ -38,4 +38,6 @@ def kernels_of(args, name: str | None = None, mod=None):
     if db is None:  # tuned for a target whose code cannot run here (warned): untuned
         note_fallback(args, "kernels", "untuned", f"kernel database {path} was tuned for "
                       "another target, whose code cannot run here: building untuned")
+        if spec == "auto":  # (and say how to tune for this one)
+            hint_once(name or args.model, args.image_size)
     return db

@@ -24,7 +24,7 @@ from pathlib import Path
 from .. import _tvm
 from .kernel_db import VARIANTS, KernelDB, find_kernels, host_target, target_name
 
-__all__ = ["cache_dir", "cache_root", "lookup", "model_key", "seconds_per_trial", "seed_roots",
+__all__ = ["cache_dir", "cache_root", "hint_once", "lookup", "model_key", "seconds_per_trial", "seed_roots",
            "tune_hint"]
 
 logger = logging.getLogger(__name__)
@@ -74,11 +74,16 @@ def lookup(name: str, image_size: int | None, mod=None, target=None) -> Path | N
         found = find_kernels(name, image_size, target, root=root)
         if found is not None:
             return _writable(found, root)
+    hint_once(name, image_size, target)
+    return None
+
+
+def hint_once(name: str, image_size: int | None, target=None) -> None:
+    """Log :func:`tune_hint` once a process: a build found no database it can apply."""
     hint = tune_hint(name, image_size, target)
     if hint not in _HINTED:
         _HINTED.add(hint)
         logger.warning(hint)
-    return None
 
 
 def _readable(path: Path) -> bool:
