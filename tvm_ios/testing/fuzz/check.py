@@ -1,0 +1,81 @@
+"""The fuzzer's oracle: one random CNN through one pipeline against TVM's default build.
+
+:func:`check_spec` builds the spec's module with TVM's ``default`` Relax pipeline (the
+reference) and with a tvm-ios pipeline (``ios``, ``ios-stages``, ...), runs both on the same
+random input with :func:`tvm_ios.runtime.compare.compare_executables` and returns a plain
+record ``{seed, pipeline, status, max_rel_diff, error, ops}``: ``ok``, ``mismatch`` (the
+largest difference over the largest reference output beyond ``tolerance``) or ``crash``
+(the pipeline's build or run raised). The reference executable is cached per spec, so a
+seed checked on several pipelines builds its reference once.
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+from ... import _tvm
+from ...runtime.compare import build, compare_executables, random_inputs
+from ..random_cnn import build_cnn, random_spec
+
+__all__ = ["check_spec", "check_seed", "TOLERANCE", "PIPELINES"]
+
+logger = logging.getLogger(__name__)
+
+#: Largest ``max |diff| / max |reference|`` that counts as equal (float32 sums in another order).
+TOLERANCE = 1e-4
+
+#: The tvm-ios Relax pipelines (their names in ``tvm_ios._autoload.NAMES``).
+PIPELINES = ("ios", "ios-stages", "ios-rprogram", "ios-wavefront", "ios-graphturbo")
+
+_REFERENCE: dict = {}
+
+
+def _reference(spec: dict, mod, params, target):
+    key = json.dumps(spec, sort_keys=True, default=list) + str(target)
+    if key not in _REFERENCE:
+        _REFERENCE.clear()  # one spec at a time: campaigns go seed by seed
+        inputs = random_inputs(_tvm.bind_params(mod, params), seed=spec["seed"])
+        _REFERENCE[key] = (build(mod, target, params), inputs)
+    return _REFERENCE[key]
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    lines = [line for line in text if line.strip()]
+    return f"{type(err).__name__}: {lines[-1] if lines else ''}"[:300]
+
+
+def check_spec(spec: dict, pipeline: str, target: str = "llvm",
+               tolerance: float = TOLERANCE) -> dict:
+    """Check one spec on one pipeline; the record (see the module docstring)."""
+    from ..._autoload import autoload  # noqa: PLC0415  (registers the ios pipelines)
+
+    autoload()
+    target = _tvm.make_target(target)
+    record = {"seed": spec["seed"], "pipeline": pipeline, "status": "ok",
+              "max_rel_diff": None, "error": None, "ops": len(spec["ops"])}
+    mod, params = build_cnn(spec)
+    try:
+        exe_ref, inputs = _reference(spec, mod, params, target)
+    except Exception as err:  # noqa: BLE001  (a generator bug, reported as a crash)
+        record.update(status="crash", error="reference build: " + _first_line(err))
+        return record
+    try:
+        exe = build(mod, target, params, pipeline=pipeline)
+        cmp = compare_executables(exe_ref, exe, inputs, _tvm.device_for(target))
+    except Exception as err:  # noqa: BLE001  (any failure of the pipeline is a finding)
+        logger.debug("seed %s on %s crashed", spec["seed"], pipeline, exc_info=True)
+        record.update(status="crash", error=_first_line(err))
+        return record
+    rel = cmp.max_abs_diff / max(cmp.max_abs_value, 1e-6)
+    record["max_rel_diff"] = float(rel)
+    if not rel <= tolerance:  # NaN counts as a mismatch
+        record.update(status="mismatch",
+                      error=f"max |diff| {cmp.max_abs_diff:.3g} of max |out| "
+                            f"{cmp.max_abs_value:.3g}")
+    return record
+
+
+def check_seed(seed: int, pipeline: str, **options) -> dict:
+    """:func:`check_spec` of ``random_spec(seed)``."""
+    return check_spec(random_spec(seed), pipeline, **options)
