@@ -17,7 +17,7 @@ from ... import _tvm
 from ...runtime.compare import build, compare_executables, random_inputs
 from ..random_cnn import build_cnn, random_spec
 
-__all__ = ["check_spec", "check_seed", "TOLERANCE", "PIPELINES"]
+__all__ = ["check_spec", "check_seed", "resolve_pipeline", "TOLERANCE", "PIPELINES"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,21 @@ def _reference(spec: dict, mod, params, target):
         inputs = random_inputs(_tvm.bind_params(mod, params), seed=spec["seed"])
         _REFERENCE[key] = (build(mod, target, params), inputs)
     return _REFERENCE[key]
+
+
+def resolve_pipeline(name: str):
+    """What ``tvm.compile`` gets for ``name``: a registered name as it is, or
+    ``NAME:key=value,...`` (e.g. ``ios-stages:device=v100``) as that variant with options."""
+    if ":" not in name:
+        return name
+    from ..._autoload import NAMES  # noqa: PLC0415
+    from ...relax_pipeline import pipeline  # noqa: PLC0415
+
+    base, _, rest = name.partition(":")
+    if base not in NAMES:
+        raise ValueError(f"unknown pipeline {base!r}; known: {', '.join(NAMES)}")
+    options = dict(item.split("=", 1) for item in rest.split(",") if item)
+    return pipeline(**{**NAMES[base], **options})
 
 
 def _first_line(err: BaseException) -> str:
@@ -61,7 +76,7 @@ def check_spec(spec: dict, pipeline: str, target: str = "llvm",
         record.update(status="crash", error="reference build: " + _first_line(err))
         return record
     try:
-        exe = build(mod, target, params, pipeline=pipeline)
+        exe = build(mod, target, params, pipeline=resolve_pipeline(pipeline))
         cmp = compare_executables(exe_ref, exe, inputs, _tvm.device_for(target))
     except Exception as err:  # noqa: BLE001  (any failure of the pipeline is a finding)
         logger.debug("seed %s on %s crashed", spec["seed"], pipeline, exc_info=True)
