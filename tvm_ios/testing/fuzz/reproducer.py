@@ -34,6 +34,7 @@ from tvm.script import from_source
 from tvm_ios import _tvm
 from tvm_ios._autoload import autoload
 from tvm_ios.runtime.compare import build, compare_executables, random_inputs
+from tvm_ios.testing.fuzz.check import resolve_pipeline
 
 HERE = Path(__file__).resolve().parent
 
@@ -47,7 +48,7 @@ def main() -> int:
     inputs = random_inputs(_tvm.bind_params(mod, params), seed=info["seed"])
     reference = build(mod, target, params)
     try:
-        exe = build(mod, target, params, pipeline=info["pipeline"])
+        exe = build(mod, target, params, pipeline=resolve_pipeline(info["pipeline"]))
         cmp = compare_executables(reference, exe, inputs)
     except Exception as err:  # noqa: BLE001
         print(f"{info['pipeline']}: crash: {type(err).__name__}: {str(err).strip()[-300:]}")
