@@ -30,11 +30,15 @@ def _failure_rows(campaigns: list) -> list[str]:
     fails = [f for camp in campaigns for f in camp["failures"]]
     if not fails:
         return ["No mismatch and no crash in these campaigns."]
-    rows = ["| seed | pipeline | status | shrunk ops | error | reproducer |", "|---|---|---|---:|---|---|"]
+    groups: dict = {}
     for f in fails:
-        rows.append(f"| {f['seed']} | `{f['pipeline']}` | {f['status']} | "
-                    f"{f.get('shrunk_ops', '')} | {(f['error'] or '')[:90]} | "
-                    f"`{f.get('reproducer', '')}` |")
+        groups.setdefault((f["pipeline"], f["status"], (f["error"] or "")[:90]), []).append(f)
+    rows = ["| pipeline | status | error | seeds | shrunk to | first reproducer |",
+            "|---|---|---|---:|---|---|"]
+    for (pipeline, status, error), group in groups.items():
+        sizes = sorted({f.get("shrunk_ops") for f in group if f.get("shrunk_ops") is not None})
+        rows.append(f"| `{pipeline}` | {status} | {error} | {len(group)} | "
+                    f"{', '.join(map(str, sizes))} ops | `{group[0].get('reproducer', '')}` |")
     return rows
 
 
