@@ -124,3 +124,13 @@ def test_graphturbo_one_output():
     from tvm_ios.testing.fuzz import check_spec
 
     assert check_spec(drop_ops(TWO_OUTPUTS, [0]), "ios-graphturbo")["status"] == "ok"
+
+
+def test_simulate_runs_the_rprograms_under_oclgrind():
+    from tvm_ios.testing.fuzz.simulate import oclgrind_available, simulate_spec
+
+    if not oclgrind_available():
+        pytest.skip("oclgrind is not installed (apt-get install oclgrind ocl-icd-libopencl1)")
+    record = simulate_spec(random_spec(0), "ios-rprogram")
+    assert record["status"] == "ok" and record["programs"] >= 1
+    assert record["max_rel_diff"] is not None and record["max_rel_diff"] < 1e-3

@@ -74,6 +74,8 @@ def fuzz(args) -> int:
         result["records"] += sims
         result["failures"] += [r for r in sims if r["status"] != "ok"]
         result["simulated"] = len(sims)
+        print(f"oclgrind: {len(sims)} rProgram simulations, "
+              f"{sum(r['status'] != 'ok' for r in sims)} failures")
     for pipeline, row in result["summary"].items():
         print(f"{pipeline}: {row['tried']} CNNs, {row['ok']} ok, {row['mismatch']} mismatches, "
               f"{row['crash']} crashes")
