@@ -7,7 +7,7 @@ import runpy
 import pytest
 
 from tvm_ios.cli.main import main
-from tvm_ios.passes import _stage_rewriter
+from tvm_ios.passes import stage_rewriter as _stage_rewriter
 from tvm_ios.schedule.merge import merge_plan
 from tvm_ios.testing.cnn_spec import drop_ops
 from tvm_ios.testing.fuzz import run_campaign, shrink

@@ -3,7 +3,7 @@
 For the rProgram pipelines (``ios-rprogram``: policy ``ios``, ``ios-wavefront``: policy
 ``wavefront``) :func:`simulate_spec` plans the spec's persistent rPrograms for a GPU target
 (as ``tvm-ios codegen --simulate`` does: IOS without merges under the target's analytical
-model) and runs each under Oclgrind with :func:`tvm_ios.kernels.simulate.simulate_model`,
+model) and runs each under Oclgrind with :func:`tvm_ios.kernels.simulation.check.simulate_model`,
 which compares every output with TVM's ``llvm`` build of each op. The record has the
 fields of :func:`~.check.check_spec`, the pipeline named ``oclgrind:<pipeline>``.
 """
@@ -33,8 +33,8 @@ def simulate_spec(spec: dict, pipeline: str, tolerance: float = 1e-3,
     """Simulate the rPrograms of ``spec`` for ``pipeline`` (a key of :data:`POLICY`)."""
     from ...cost.analytical import AnalyticalCostModel  # noqa: PLC0415
     from ...graph.extract import extract  # noqa: PLC0415
-    from ...kernels.cuda_programs import plan_programs  # noqa: PLC0415
-    from ...kernels.simulate import simulate_regions  # noqa: PLC0415
+    from ...kernels.gpu.programs import plan_programs  # noqa: PLC0415
+    from ...kernels.simulation.check import simulate_regions  # noqa: PLC0415
     from ...schedule.ios import ios_schedule  # noqa: PLC0415
 
     record = {"seed": spec["seed"], "pipeline": f"oclgrind:{pipeline}", "status": "ok",
