@@ -17,7 +17,7 @@ __all__ = ["main", "COMMANDS", "EXTRAS"]
 
 #: Subcommand modules under ``tvm_ios.cli``, in the order ``--help`` lists them.
 COMMANDS = ("schedule", "run", "compile", "stats", "tune", "tune_kernels", "codegen", "pipeline",
-            "graphturbo", "build",
+            "graphturbo", "build", "fuzz",
             "bench_run")
 
 #: Optional modules -> the extra of setup.py that installs them (named when one is missing).

@@ -65,7 +65,10 @@ def apply_to_function(mod, func_name: str, ext: Extraction, schedule: Schedule):
 
 
 def record_schedule(mod, func_name: str, schedule: Schedule):
-    """Return ``mod`` with ``schedule`` recorded for ``func_name``."""
+    """Return ``mod`` with ``schedule`` recorded for ``func_name`` (an empty schedule, of a
+    function with no op to schedule, is not recorded: a recorded one has stages)."""
+    if not schedule.stages:
+        return mod
     stored = {}
     if mod.attrs is not None and SCHEDULE_ATTR in mod.attrs:
         stored = json.loads(str(mod.attrs[SCHEDULE_ATTR]))

@@ -1,12 +1,16 @@
 """Models for tests, tutorials and benchmarks: random DAG-like Relax models for the schedulers
-and engines, and ONNX files of the kind old exporters wrote (for the ONNX import)."""
+and engines, random CNNs for the fuzzer (:mod:`.random_cnn`, :mod:`.fuzz`), and ONNX files
+of the kind old exporters wrote (for the ONNX import)."""
 from __future__ import annotations
 
 import numpy as np
 from tvm import relax
 
+# The function shadows its module's name here on purpose: tvm_ios.testing.random_cnn(seed).
+from .random_cnn import build_cnn, random_cnn, random_spec
+
 __all__ = ["dag_model", "dead_taps_model", "repeated_calls_model", "MergeFriendly", "onnx_inception_like",
-           "onnx_random_weights"]
+           "onnx_random_weights", "random_cnn", "random_spec", "build_cnn"]
 
 
 def dag_model(seed: int = 0, num_ops: int = 8, channels: int = 4, size: int = 8,
