@@ -252,3 +252,11 @@ def test_ios_computes_repeated_calls_once_and_matches_default():
     off = pipeline(dedup=False)
     tvm.compile(mod, "llvm", relax_pipeline=off)
     assert "DedupOps" not in off.report["passes"] and "deduplicated_calls" not in off.report
+
+
+def test_graphturbo_on_llvm_sizes_instances_with_the_cpu_preset():
+    from tvm_ios import _tvm
+    from tvm_ios.relax_pipeline.steps import graphturbo_hw
+
+    assert graphturbo_hw(_tvm.make_target("llvm")) == "cpu"
+    assert graphturbo_hw(_tvm.make_target({"kind": "cuda", "arch": "sm_90a"})) == "h100"

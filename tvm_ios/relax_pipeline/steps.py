@@ -28,13 +28,13 @@ logger = logging.getLogger(__name__)
 
 
 def graphturbo_hw(target) -> str:
-    """The GraphTurbo preset of ``target``: its GPU for CUDA; ``dsa`` elsewhere until a CPU
-    preset exists."""
+    """The GraphTurbo preset of ``target``: its GPU for CUDA, ``cpu`` (a core's L2 as the local
+    buffer) for ``llvm``, the ``dsa`` of the paper elsewhere."""
     if target.kind.name == "cuda":
         from ..kernels.vdevice import target_vdevice
 
         return target_vdevice(target).name
-    return "dsa"
+    return "cpu" if target.kind.name == "llvm" else "dsa"
 
 
 def graphturbo_passes(hw) -> list:
