@@ -66,8 +66,9 @@ def _recipes(inputs, weights, params, seed):
     return input_recipes, weight_recipes
 
 
-def _apply_variant(mod, variant: str, target, ios_options: dict):
-    """Rewrite ``mod`` for ``variant``; returns (module, schedule JSON or None)."""
+def _apply_variant(mod, variant: str, target, ios_options: dict, checks: bool = True):
+    """Rewrite ``mod`` for ``variant``; returns (module, schedule JSON or None). Without
+    ``checks`` an rProgram build carries no per-call bounded-wait check (a timing build)."""
     if variant == "tvm-default":
         return mod, None
     if variant not in VARIANTS:
@@ -86,7 +87,7 @@ def _apply_variant(mod, variant: str, target, ios_options: dict):
         from ..passes.rprogram_pass import RProgramPass  # noqa: PLC0415
 
         rewritten = RProgramPass(options.get("policy", "ios"), cost_model=cost_model,
-                                 target=target, kernels=kernels)(mod)
+                                 target=target, kernels=kernels, check_waits=checks)(mod)
     else:
         from ..passes.ios_pass import IOSPass  # noqa: PLC0415
 
@@ -155,7 +156,8 @@ def _versions() -> dict:
 
 def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target="llvm",
                    variant: str = "tvm-default", ios_options: dict | None = None,
-                   seed: int = 0, tolerance: dict | None = None, net=None) -> Manifest:
+                   seed: int = 0, tolerance: dict | None = None, net=None,
+                   checks: bool = True) -> Manifest:
     """Build ``mod`` for ``target`` and write a benchmark artifact into ``out_dir``.
 
     Parameters
@@ -182,6 +184,10 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
     net : Net, optional
         The zoo definition ``mod`` was emitted from; stored as ``net.json`` so that the
         PyTorch baselines rebuild the same model on the GPU host.
+    checks : bool
+        Keep the per-call checks (an rProgram's bounded-wait record, read after each call:
+        take/equal launches, a host copy and a callback): a correctness build. False: a
+        timing build without them. Recorded as ``flags["checks"]``.
 
     Returns
     -------
@@ -197,7 +203,7 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
     ios_options = dict(ios_options or {})
     if variant in ("ios-sequential", "ios-rprogram"):
         ios_options.setdefault("device", "h100" if target.kind.name == "cuda" else "cpu")
-    rewritten, schedule = _apply_variant(mod, variant, target, ios_options)
+    rewritten, schedule = _apply_variant(mod, variant, target, ios_options, checks)
     logger.info("compiling %s (%s, batch %d) for %s", model, variant, batch, target.kind.name)
     executable = _tvm.compile_module(rewritten, target)
     executable.export_library(str(out / LIBRARY))
@@ -214,7 +220,8 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
         target_kind=target.kind.name, arch=str(target.attrs.get("arch", "") or ""),
         versions=_versions(), created=datetime.datetime.now(datetime.timezone.utc)
         .isoformat(timespec="seconds"),
-        flags={"pipeline": "default", "ios_options": ios_options, "seed": seed},
+        flags={"pipeline": "default", "ios_options": ios_options, "seed": seed,
+               "checks": bool(checks)},
         schedule=schedule,
         files={role: {"name": name, "sha256": sha256_file(out / name)}
                for role, name in files.items()},

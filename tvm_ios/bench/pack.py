@@ -34,7 +34,8 @@ FFI_PIN = "apache-tvm-ffi==0.1.14.post1"
 RUNTIME_MODULES = ("__init__.py", "cli/__init__.py", "cli/bench_run.py", "bench/__init__.py",
                    "bench/manifest.py", "bench/tensors.py", "bench/run.py",
                    "bench/torch_baselines.py", "cli/bench_torch.py",
-                   "models/torch_emit.py", "runtime/__init__.py", "runtime/outputs.py")
+                   "models/torch_emit.py", "runtime/__init__.py", "runtime/outputs.py",
+                   "runtime/vm_checks.py")
 #: The zoo's plain-data definitions, for the PyTorch baselines (packed when present).
 ZOO_MODULES = ("models/netdef.py", "models/layers.py", "models/shapes.py")
 # The zoo package's own __init__ emits Relax (needs the compiler); the pack gets this one.

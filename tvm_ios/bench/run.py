@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..runtime import vm_checks
 from ..runtime.outputs import flatten_outputs
 from . import tensors
 from .manifest import Manifest, check_arch, check_tvm_version, sha256_bytes
@@ -217,6 +218,7 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
     name, arch = _device_info(tvm, device, manifest.target_kind)
     check_arch(manifest, arch)
     install_kernels(manifest, directory)
+    vm_checks.register()  # relax.run.assert_op of the rProgram checks, without the compiler
     from tvm.runtime.vm import VirtualMachine  # noqa: PLC0415
 
     vm = VirtualMachine(tvm.runtime.load_module(str(directory / manifest.files["library"]
