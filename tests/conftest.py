@@ -48,20 +48,19 @@ def pytest_collection_modifyitems(config, items):
     gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items or _has_cuda():
         return
-    reason = "no CUDA GPU on this machine"
     if os.environ.get(REQUIRE_GPU_ENV) == "1":
-        for item in gpu_items:
-            item.add_marker(pytest.mark.usefixtures("_gpu_required"))
-        return
+        return  # pytest_runtest_setup fails them
     for item in gpu_items:
-        item.add_marker(pytest.mark.skip(reason=reason))
+        item.add_marker(pytest.mark.skip(reason="no CUDA GPU on this machine"))
 
 
-@pytest.fixture
-def _gpu_required():
-    """Fails the test: it is marked ``gpu``, TVM_IOS_REQUIRE_GPU=1, and no GPU is found."""
-    pytest.fail(f"{REQUIRE_GPU_ENV}=1 but no CUDA GPU is found (tvm.cuda(0) does not exist; "
-                "check nvidia-smi and that TVM's CUDA runtime loads)")
+def pytest_runtest_setup(item):
+    """A test marked ``gpu`` fails in its setup where TVM_IOS_REQUIRE_GPU=1 and no GPU is
+    found."""
+    if (item.get_closest_marker("gpu") is not None
+            and os.environ.get(REQUIRE_GPU_ENV) == "1" and not _has_cuda()):
+        pytest.fail(f"{REQUIRE_GPU_ENV}=1 but no CUDA GPU is found (tvm.cuda(0) does not "
+                    "exist; check nvidia-smi and that TVM's CUDA runtime loads)")
 
 
 @pytest.fixture(autouse=True)
