@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .provenance import provenance
 
-__all__ = ["MARK", "PHASES", "gpu_info", "run_all", "run_child", "read_results"]
+__all__ = ["MARK", "PHASES", "gpu_info", "read_results", "run_all", "run_child"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,16 +88,16 @@ def _child(directory: str, phase: str, settings: dict, timeout_s: float) -> dict
 
 def run_child(phase: str, directory: str, settings: dict) -> int:
     """The child's side: one phase of one artifact, its record printed after :data:`MARK`."""
-    from . import run  # noqa: PLC0415  (TVM's runtime: only in the child)
-    from .manifest import ArtifactMismatch, ManifestError  # noqa: PLC0415
-    from .tensors import RecipeError  # noqa: PLC0415
+    from . import run
+    from .manifest import ArtifactMismatch, ManifestError
+    from .tensors import RecipeError
 
     try:
         result = run.bench_artifact(directory, time_it=phase == "time", **settings)
         record = result.to_dict()
     except (ManifestError, ArtifactMismatch, run.CudaRuntimeMissing, RecipeError) as err:
         record = {"status": "refused", "error": f"{type(err).__name__}: {err}"}
-    except Exception as err:  # noqa: BLE001  (a launch error, a failed wait: this artifact's)
+    except Exception as err:
         record = {"status": "error", "error": f"{type(err).__name__}: {err}"}
     print(MARK + json.dumps(record), flush=True)
     return 0

@@ -16,7 +16,7 @@ import logging
 import sys
 from pathlib import Path
 
-__all__ = ["main", "exit_status"]
+__all__ = ["exit_status", "main"]
 
 HELP = "check then time every artifact, one process each, results appended as JSON lines"
 
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rotate", type=int, default=4)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
-    from ..bench.isolated import run_all  # noqa: PLC0415
+    from ..bench.isolated import run_all
 
     settings = {k: getattr(args, k) for k in ("device_id", "warmup", "repeat", "number",
                                              "min_repeat_ms", "rotate")}
