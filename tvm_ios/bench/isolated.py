@@ -88,7 +88,7 @@ def _child(directory: str, phase: str, settings: dict, timeout_s: float) -> dict
 
 def run_child(phase: str, directory: str, settings: dict) -> int:
     """The child's side: one phase of one artifact, its record printed after :data:`MARK`."""
-    from . import run
+    from . import run  # TVM's runtime: imported only in the child
     from .manifest import ArtifactMismatch, ManifestError
     from .tensors import RecipeError
 
@@ -97,10 +97,20 @@ def run_child(phase: str, directory: str, settings: dict) -> int:
         record = result.to_dict()
     except (ManifestError, ArtifactMismatch, run.CudaRuntimeMissing, RecipeError) as err:
         record = {"status": "refused", "error": f"{type(err).__name__}: {err}"}
-    except Exception as err:
+    except Exception as err:  # a launch error, a failed wait: this artifact's alone
         record = {"status": "error", "error": f"{type(err).__name__}: {err}"}
     print(MARK + json.dumps(record), flush=True)
     return 0
+
+
+def _identity(directory) -> dict:
+    """Model, batch and variant from the artifact's manifest (plain JSON), so that a record
+    whose child died still says what it was."""
+    try:
+        manifest = json.loads((Path(directory) / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: manifest.get(k) for k in ("model", "batch", "variant")}
 
 
 def _report(record: dict) -> None:
@@ -121,8 +131,9 @@ def run_all(artifacts, results, *, timeout_s: float = 120.0, settings: dict | No
     records = []
 
     def step(directory, phase):
-        record = dict(_child(str(directory), phase, settings, timeout_s),
-                      artifact=str(directory), phase=phase)
+        record = dict(_identity(directory), **_child(str(directory), phase, settings,
+                                                     timeout_s))
+        record.update(artifact=str(directory), phase=phase)
         _append(results, record)
         _report(record)
         records.append(record)

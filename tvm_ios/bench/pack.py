@@ -181,7 +181,7 @@ def _size(path: Path) -> int:
 
 def build_pack(output: str | Path, artifacts: list, *, ffi_wheel=None, extra_wheels=(),
                cudart: str | Path | None = None, tvm_dir=None,
-               limit: int = LIMIT_BYTES) -> dict:
+               limit: int = LIMIT_BYTES, info: dict | None = None) -> dict:
     """Write the pack ``output`` (a ``.tar.gz``); returns its size and content summary.
 
     Parameters
@@ -199,6 +199,8 @@ def build_pack(output: str | Path, artifacts: list, *, ffi_wheel=None, extra_whe
         A ``libcudart.so.13`` to ship in ``site/tvm/lib``.
     limit : int
         Refuse (``PackTooLarge``) when the archive is larger.
+    info : dict, optional
+        Further entries of ``pack.json`` (e.g. each artifact's build time).
     """
     output = Path(output)
     with tempfile.TemporaryDirectory() as tmp:
@@ -214,7 +216,7 @@ def build_pack(output: str | Path, artifacts: list, *, ffi_wheel=None, extra_whe
             shutil.copy2(cudart, site / "tvm" / "lib" / Path(cudart).name)
         for artifact in artifacts:
             shutil.copytree(artifact, root / "artifacts" / Path(artifact).name)
-        (root / "pack.json").write_text(json.dumps(_pack_info(artifacts), indent=1))
+        (root / "pack.json").write_text(json.dumps(dict(_pack_info(artifacts), **(info or {})), indent=1))
         (root / "run.sh").write_text(_RUN_SH)
         (root / "run.sh").chmod(0o755)
         summary = {"site_bytes": _size(site), "artifact_bytes": _size(root / "artifacts")}

@@ -20,7 +20,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rows = []
     for path in args.results:
-        rows.extend(json.loads(Path(path).read_text()))
+        text = Path(path).read_text()
+        if path.endswith(".jsonl"):  # the GPU pack's results: one JSON object a line
+            rows.extend(json.loads(line) for line in text.splitlines() if line.strip())
+        else:
+            rows.extend(json.loads(text))
     figures, meta = collect(rows)
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
