@@ -12,12 +12,12 @@ import tarfile
 import numpy as np
 import pytest
 
-import tvm_ios.passes.rprogram_pass as rprogram_pass
 from tvm_ios.bench import pack
 from tvm_ios.bench.artifact import build_artifact
 from tvm_ios.bench.isolated import read_results
 from tvm_ios.bench.manifest import Manifest, sha256_file
 from tvm_ios.kernels.rprogram import RTask
+from tvm_ios.passes import rprogram_pass
 from tvm_ios.testing import dag_model
 
 STEP_TIMEOUT_S = 25
@@ -77,7 +77,7 @@ def rehearsal(tmp_path_factory):
 def test_each_fault_is_reported_for_its_artifact_alone(rehearsal):
     root, proc = rehearsal
     assert proc.returncode == 3, proc.stderr  # bench_all: a failure other than a mismatch
-    provenance, records = read_results(root / "results.jsonl")
+    _, records = read_results(root / "results.jsonl")
     status = {(r["phase"], r["artifact"].rsplit("/", 1)[-1]): r["status"] for r in records}
     assert status == {("check", "dag-default"): "ok", ("check", "dag-rprogram"): "ok",
                       ("check", "dag-stuck"): "timeout", ("check", "dag-wrongref"): "mismatch",

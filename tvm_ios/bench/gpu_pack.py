@@ -107,8 +107,8 @@ def build_one(spec: ArtifactSpec, out: Path, target: str) -> float:
             logger.warning("%s: kept", directory)
             _label(spec, directory)
             return 0.0
-    except Exception:  # noqa: BLE001  (missing or stale: build it)
-        pass
+    except (OSError, ValueError) as err:  # missing or stale (ManifestError): build it
+        logger.info("%s: building (%s)", directory, err)
     variant, options, checks, config = VARIANTS[spec.variant]
     if options is not None and ("cuda" in target or "nvidia" in target):
         options = dict(options, device="h100")

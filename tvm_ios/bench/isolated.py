@@ -97,7 +97,7 @@ def run_child(phase: str, directory: str, settings: dict) -> int:
         record = result.to_dict()
     except (ManifestError, ArtifactMismatch, run.CudaRuntimeMissing, RecipeError) as err:
         record = {"status": "refused", "error": f"{type(err).__name__}: {err}"}
-    except Exception as err:  # a launch error, a failed wait: this artifact's alone
+    except Exception as err:  # noqa: BLE001  (a launch error, a failed wait: this artifact's)
         record = {"status": "error", "error": f"{type(err).__name__}: {err}"}
     print(MARK + json.dumps(record), flush=True)
     return 0
