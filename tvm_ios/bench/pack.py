@@ -58,11 +58,12 @@ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi
 "${PYTHON:-python3}" -m tvm_ios.cli.bench_all "$HERE"/artifacts/* \
   --results "$HERE/results.jsonl" --timeout-s "${STEP_TIMEOUT_S:-120}" "$@"
 status=$?
-# PyTorch baselines on the host's own PyTorch, for artifacts of zoo models (net.json).
-ZOO=$(ls "$HERE"/artifacts/*/net.json 2>/dev/null | xargs -r -n1 dirname)
+# PyTorch baselines (eager and CUDA graphs unless TORCH_MODES says) on the host's own
+# PyTorch, once per zoo model: its TVM default artifact's net.json and weights.
+ZOO=$(ls "$HERE"/artifacts/*default/net.json 2>/dev/null | xargs -r -n1 dirname)
 if [ -n "$ZOO" ] && "${PYTHON:-python3}" -c "import torch" 2>/dev/null; then
-  timeout "${TORCH_TIMEOUT_S:-300}" "${PYTHON:-python3}" -m tvm_ios.cli.bench_torch $ZOO \
-    --json "$HERE/torch_results.json" ${TORCH_MODES:+--modes $TORCH_MODES}
+  timeout "${TORCH_TIMEOUT_S:-300}" "${PYTHON:-python3}" -m tvm_ios.cli.bench_torch $ZOO \\
+    --json "$HERE/torch_results.json" --modes ${TORCH_MODES:-eager cuda-graph}
 fi
 exit $status
 """
