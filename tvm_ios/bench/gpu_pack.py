@@ -137,6 +137,10 @@ def build_gpu_pack(out_dir, specs: list[ArtifactSpec], *, target: str = "nvidia/
     (out / "artifacts").mkdir(parents=True, exist_ok=True)
     started, build_s, skipped = time.perf_counter(), {}, []
     for spec in specs:
+        if VARIANTS[spec.variant][3] and _tvm.make_target(target).kind.name != "cuda":
+            logger.warning("%s: skipped (a CUDA-only build option)", spec.name)
+            skipped.append(spec.name)  # CUDA graphs have no llvm runtime
+            continue
         if budget_s is not None and time.perf_counter() - started > budget_s:
             skipped.append(spec.name)
             continue
