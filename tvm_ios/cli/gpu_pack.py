@@ -68,7 +68,7 @@ def handle(args: argparse.Namespace) -> int:
             return 1
     print(f"{args.output}/pack.tar.gz: {summary['archive_bytes'] / 2**20:.1f} MiB, "
           f"{len(summary['build_s'])} artifacts built in {sum(summary['build_s'].values()):.0f}"
-          f" s, {len(summary['skipped'])} skipped (budget)")
+          f" s, {len(summary['skipped'])} skipped (budget or target)")
     return 0
 
 
