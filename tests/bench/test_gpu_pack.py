@@ -7,6 +7,7 @@ import pytest
 from tvm_ios.bench import gpu_pack
 from tvm_ios.bench.manifest import Manifest
 from tvm_ios.bench.pack import PackTooLarge
+from tvm_ios.cli.gpu_pack import load_model
 from tvm_ios.cli.main import main
 
 
@@ -43,6 +44,7 @@ def test_gpu_pack_of_llvm_artifacts(tmp_path, capsys):
 def test_pack_over_the_limit_is_refused(tmp_path):
     specs = gpu_pack.plan({"dag": None}, ["tvm-default"])
     with pytest.raises(PackTooLarge):
-        gpu_pack.build_gpu_pack(tmp_path, specs, target="llvm", limit=1000)
+        gpu_pack.build_gpu_pack(tmp_path, specs, target="llvm", limit=1000,
+                                load=load_model)
     assert not (tmp_path / "pack.tar.gz").exists()
 

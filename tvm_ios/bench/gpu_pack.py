@@ -26,7 +26,7 @@ from .artifact import build_artifact
 from .manifest import Manifest
 
 __all__ = ["FULL_MODELS", "PACK_LIMIT", "QUICK_MODELS", "VARIANTS", "ArtifactSpec",
-           "build_gpu_pack", "plan"]
+           "build_gpu_pack", "plan", "zoo_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,13 +73,10 @@ def plan(models: dict, variants=tuple(VARIANTS)) -> list[ArtifactSpec]:
     return [ArtifactSpec(m, size, v) for m, size in models.items() for v in variants]
 
 
-def _model(spec: ArtifactSpec):
-    """(mod, params, net or None) of the spec's model."""
-    if spec.model == "dag":
-        from ..testing import dag_model  # noqa: PLC0415
-
-        mod, params = dag_model(3, num_ops=12, channels=16, size=14, p=0.35)
-        return mod, params, None
+def zoo_model(spec: ArtifactSpec):
+    """(mod, params, net) of a zoo model: the default ``load`` of :func:`build_one`. The
+    synthetic DAG of the quick set is the CLI's to give (``tvm_ios.testing``, a layer this
+    one does not import)."""
     from .. import models  # noqa: PLC0415
 
     mod, params = models.get(spec.model, batch_size=spec.batch, image_size=spec.image_size)
@@ -96,7 +93,7 @@ def _label(spec: ArtifactSpec, directory: Path) -> None:
     manifest.save(directory)
 
 
-def build_one(spec: ArtifactSpec, out: Path, target: str) -> float:
+def build_one(spec: ArtifactSpec, out: Path, target: str, load=zoo_model) -> float:
     """Build ``spec`` into ``out/spec.name`` unless a valid artifact for ``target``'s kind
     is there; seconds spent (0 when kept)."""
     directory = out / spec.name
@@ -112,7 +109,7 @@ def build_one(spec: ArtifactSpec, out: Path, target: str) -> float:
     variant, options, checks, config = VARIANTS[spec.variant]
     if options is not None and ("cuda" in target or "nvidia" in target):
         options = dict(options, device="h100")
-    mod, params, net = _model(spec)
+    mod, params, net = load(spec)
     started = time.perf_counter()
     build_artifact(mod, params, directory, model=spec.model, batch=spec.batch, target=target,
                    variant=variant, ios_options=options, checks=checks, pass_config=config,
@@ -125,10 +122,11 @@ def build_one(spec: ArtifactSpec, out: Path, target: str) -> float:
 
 def build_gpu_pack(out_dir, specs: list[ArtifactSpec], *, target: str = "nvidia/nvidia-h100",
                    ffi_wheel=None, cudart=None, limit: int = PACK_LIMIT,
-                   budget_s: float | None = None) -> dict:
+                   budget_s: float | None = None, load=zoo_model) -> dict:
     """Build ``specs`` under ``out_dir/artifacts`` and pack them as ``out_dir/pack.tar.gz``.
 
-    ``budget_s`` stops building (the rest is listed as skipped) once it is spent. Returns
+    ``budget_s`` stops building (the rest is listed as skipped) once it is spent; ``load``
+    gives a spec's ``(mod, params, net or None)`` (default: the zoo). Returns
     the pack's summary with ``build_s`` per artifact and ``skipped``.
     """
     from . import pack  # noqa: PLC0415
@@ -144,7 +142,7 @@ def build_gpu_pack(out_dir, specs: list[ArtifactSpec], *, target: str = "nvidia/
         if budget_s is not None and time.perf_counter() - started > budget_s:
             skipped.append(spec.name)
             continue
-        build_s[spec.name] = round(build_one(spec, out / "artifacts", target), 1)
+        build_s[spec.name] = round(build_one(spec, out / "artifacts", target, load), 1)
     built = [out / "artifacts" / name for name in build_s]
     summary = pack.build_pack(out / "pack.tar.gz", built, ffi_wheel=ffi_wheel, cudart=cudart,
                               limit=limit, info={"target": target, "build_s": build_s,

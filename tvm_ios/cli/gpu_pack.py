@@ -16,7 +16,7 @@ import argparse
 import sys
 import tempfile
 
-__all__ = ["add_parser", "handle", "main"]
+__all__ = ["add_parser", "handle", "load_model", "main"]
 
 HELP = "build the GPU benchmark pack (artifacts, runtime, run.sh) on this CPU"
 
@@ -32,6 +32,18 @@ def _models(choice: list[str]) -> dict:
             name, _, size = item.partition("@")
             models[name] = int(size) if size else None
     return models
+
+
+def load_model(spec):
+    """The quick set's synthetic DAG (12 conv units, 16 channels, 14 px), or a zoo model."""
+    from ..bench.gpu_pack import zoo_model  # noqa: PLC0415
+
+    if spec.model != "dag":
+        return zoo_model(spec)
+    from ..testing import dag_model  # noqa: PLC0415
+
+    mod, params = dag_model(3, num_ops=12, channels=16, size=14, p=0.35)
+    return mod, params, None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +74,7 @@ def handle(args: argparse.Namespace) -> int:
         try:
             summary = gpu_pack.build_gpu_pack(args.output, specs, target=args.target,
                                               ffi_wheel=ffi, cudart=cudart,
-                                              budget_s=args.budget_s)
+                                              budget_s=args.budget_s, load=load_model)
         except pack.PackTooLarge as err:
             print(f"tvm-ios gpu-pack: refused: {err}", file=sys.stderr)
             return 1
