@@ -24,7 +24,7 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["tvm_ios", "tvm_ios.*"]) + ["tvm_ios.seeds"],
     # The seeds a wheel ships: the pruned kernel databases of the embedded default (Inception
-    # V3, 75 px) for each CPU it was tuned on (tvm_ios.kernels.kernel_cache.seed_roots).
+    # V3, 75 px) for each CPU it was tuned on (tvm_ios.tuning.cache.seed_roots).
     package_dir={"tvm_ios.seeds": "benchmarks/kernels"},
     package_data={"tvm_ios.seeds": [f"*/{SEED}/{files}" for files in
                                     ("target.json", "*.xz", "*/*.xz")]},

@@ -15,14 +15,14 @@ moves both sides of a ratio alike.
 With ``--profile`` the tuned TVM builds' kernels (each timed cold, as in the model), PyTorch
 eager's ops and ONNX Runtime's nodes are profiled (top entries) to explain where a column
 loses. A convolution or matmul kernel a TVM build meets that the kernel database lacks is
-tuned into it first (``--cover`` trials; :mod:`tvm_ios.kernels.cover`); the JSON's tuning
+tuned into it first (``--cover`` trials; :mod:`tvm_ios.tuning.coverage`); the JSON's tuning
 entries say so. Each model's floors are measured in the same run: the least time reading its
 weights takes here (``info.memory_floor``, :mod:`tvm_ios.bench.memory_floor`) and the least
 its arithmetic takes at the rate the cores reach (``info.compute_floor``,
 :mod:`tvm_ios.bench.compute_floor`); with a database, at those rates, how far its kernels'
 records are from their own rooflines, by output map (``info.kernel_roofline``,
-:mod:`tvm_ios.kernels.kernel_roofline`), and what any schedule of them can gain
-(``info.ceiling``, :mod:`tvm_ios.kernels.ceiling`).
+:mod:`tvm_ios.tuning.roofline`), and what any schedule of them can gain
+(``info.ceiling``, :mod:`tvm_ios.tuning.schedule_ceiling`).
 
     PYTHONPATH=. python benchmarks/cpu_latency.py --models inception_v3 --image-size 75 \\
         --threads 2 --kernels benchmarks/kernels --json benchmarks/results/cpu_latency.json
@@ -53,9 +53,9 @@ from tvm_ios.bench import cpu_baselines as cb  # noqa: E402
 from tvm_ios.bench import cpu_builds  # noqa: E402
 from tvm_ios.bench.compute_floor import compute_floor  # noqa: E402
 from tvm_ios.bench.memory_floor import memory_floor  # noqa: E402
-from tvm_ios.kernels.ceiling import concurrency_ceiling  # noqa: E402
-from tvm_ios.kernels.kernel_db import default_kernels_dir, open_kernels  # noqa: E402
-from tvm_ios.kernels.kernel_roofline import kernel_roofline  # noqa: E402
+from tvm_ios.tuning.schedule_ceiling import concurrency_ceiling  # noqa: E402
+from tvm_ios.tuning.kernel_db import default_kernels_dir, open_kernels  # noqa: E402
+from tvm_ios.tuning.roofline import kernel_roofline  # noqa: E402
 from tvm_ios.kernels.tuned_build import fuse_for_tuning  # noqa: E402
 
 
@@ -70,13 +70,13 @@ def _kernels(spec: str | None, model: str, size: int | None):
 
 
 def _measurer(kernels, args):
-    """The judge measurer (:func:`~tvm_ios.cost.fallback.judge_measurer`) timing the fallback
+    """The judge measurer (:func:`~tvm_ios.cost.stage_judges.judge_measurer`) timing the fallback
     decisions' stages, caches flushed, into the database's stage log (TVM's pool has
     ``max(threads)`` workers, the rPrograms' vEUs); None: decide from the stage log and the
     roofline, as ``--no-measure-fallback`` asks."""
     if args.no_measure_fallback or kernels is None:
         return None
-    from tvm_ios.cost.fallback import judge_measurer  # noqa: PLC0415
+    from tvm_ios.cost.stage_judges import judge_measurer  # noqa: PLC0415
 
     return judge_measurer(kernels.target)
 
@@ -167,7 +167,7 @@ def _bench_model(name: str, size, args) -> dict:
 
 def _ceilings(fused, kernels, threads) -> dict:
     """``{threads: the concurrency ceiling's figures}`` of ``fused`` (the graph tvm-ios
-    schedules, fused) with ``kernels``' records (:mod:`tvm_ios.kernels.ceiling`): the most
+    schedules, fused) with ``kernels``' records (:mod:`tvm_ios.tuning.schedule_ceiling`): the most
     any schedule of these kernels can gain."""
     return {str(t): {**concurrency_ceiling(fused, kernels, cores=t).as_dict(), "graph": "ios"}
             for t in threads}
@@ -175,7 +175,7 @@ def _ceilings(fused, kernels, threads) -> dict:
 
 def _roofline(fused, kernels, info: dict) -> dict:
     """The records of ``fused``'s kernels against their rooflines, by output map
-    (:mod:`tvm_ios.kernels.kernel_roofline`), at the best rates this run's floors measured
+    (:mod:`tvm_ios.tuning.roofline`), at the best rates this run's floors measured
     with as many threads as the records' kernels ran on; an error entry where those floors
     were not measured (a floor explains the table, it is not a column)."""
     cores = str(int(kernels.target.attrs.get("num-cores", 1)))

@@ -1,8 +1,8 @@
 """The lines of the CPU table's doc that bound what any build of a model can do here.
 
 ``ceiling_lines``: what any schedule of the tuned kernels can gain, from their records
-(:mod:`tvm_ios.kernels.ceiling`). ``roofline_lines``: how far those records are from the
-kernels' own rooflines, by output map (:mod:`tvm_ios.kernels.kernel_roofline`).
+(:mod:`tvm_ios.tuning.schedule_ceiling`). ``roofline_lines``: how far those records are from the
+kernels' own rooflines, by output map (:mod:`tvm_ios.tuning.roofline`).
 ``memory_lines``: the least time reading the live weights takes
 (:mod:`tvm_ios.bench.memory_floor`). ``compute_lines``: the least time their
 convolutions and matmuls take at the rate the cores reach, and the share of that rate each
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 
 def ceiling_lines(name: str, ceilings: dict) -> list[str]:
-    """What the kernel records allow any schedule (:mod:`tvm_ios.kernels.ceiling`)."""
+    """What the kernel records allow any schedule (:mod:`tvm_ios.tuning.schedule_ceiling`)."""
     lines = []
     for t, c in ceilings.items():
         whose = ("the kernels of the graph tvm-ios schedules (dead taps cut where it has any),"
@@ -33,7 +33,7 @@ def ceiling_lines(name: str, ceilings: dict) -> list[str]:
 
 def roofline_lines(name: str, roofline: dict, top: int = 6) -> list[str]:
     """The kernels' records against their rooflines, the ``top`` output maps of largest gap
-    (:mod:`tvm_ios.kernels.kernel_roofline`)."""
+    (:mod:`tvm_ios.tuning.roofline`)."""
     if "groups" not in roofline:
         return [f"{name}: no kernel roofline ({roofline['error']}).", ""] if roofline else []
     groups = roofline["groups"]

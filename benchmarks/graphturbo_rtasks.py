@@ -52,7 +52,7 @@ def _builds(model: str, args):
     import tvm  # noqa: PLC0415
 
     from tvm_ios import models  # noqa: PLC0415
-    from tvm_ios.passes._graphturbo_attr import load  # noqa: PLC0415
+    from tvm_ios.passes.graphturbo_attr import load  # noqa: PLC0415
     from tvm_ios.passes.graphturbo_rprogram import GraphTurboRProgramPass  # noqa: PLC0415
     from tvm_ios.passes.group_subgraphs import GroupSubgraphs  # noqa: PLC0415
     from tvm_ios.passes.order_instances import OrderInstances  # noqa: PLC0415

@@ -30,13 +30,13 @@ import numpy as np
 from tvm_ios import _tvm, models
 from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.graph.opgraph import OpGraph
-from tvm_ios.pipelines.eps import EPSpec, parse_eps
-from tvm_ios.pipelines.executor import PipelineExecutor
-from tvm_ios.pipelines.layer_times import layer_weights, modelled_times
-from tvm_ios.pipelines.plot import plot_convergence
-from tvm_ios.pipelines.run import modelled_search, run_search
-from tvm_ios.pipelines.space import Config, ConfigSpace
-from tvm_ios.pipelines.stages import PipelineMeasure, StagePlan, compile_stages, pipeline_specs
+from tvm_ios.pipelining.eps import EPSpec, parse_eps
+from tvm_ios.pipelining.executor import PipelineExecutor
+from tvm_ios.pipelining.layer_times import layer_weights, modelled_times
+from tvm_ios.pipelining.plot import plot_convergence
+from tvm_ios.pipelining.run import modelled_search, run_search
+from tvm_ios.pipelining.space import Config, ConfigSpace
+from tvm_ios.pipelining.stages import PipelineMeasure, StagePlan, compile_stages, pipeline_specs
 from tvm_ios.runtime.compare import build, run
 
 RUNS = [("shisha-H3", "shisha", {"heuristic": "H3"}), ("shisha-all", "shisha",

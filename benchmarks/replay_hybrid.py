@@ -21,11 +21,11 @@ from pathlib import Path
 from tvm_ios import models
 from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.cost.analytical import AnalyticalCostModel
-from tvm_ios.cost.base import schedule_latency
-from tvm_ios.cost.devices import preset_for_target
+from tvm_ios.cost.pricing import schedule_latency
+from tvm_ios.hardware import preset_for_target
 from tvm_ios.cost.hybrid import hybrid_schedule
 from tvm_ios.cost.log import MeasureLog
-from tvm_ios.cost.measure import MeasureResult, Measurer
+from tvm_ios.cost.stage_timing import MeasureResult, Measurer
 from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.cost.xgb import XGBCostModel
 from tvm_ios.schedule.ios import ios_schedule

@@ -5,7 +5,7 @@ The stage judges time each concurrent stage alone (its rProgram, and its groups 
 caches flushed; the CPU table's rProgram column then judges the kept stages again in the
 whole model, because the gains did not add up there. This script says where they went. Per
 model, with the committed kernel database and its stage log (nothing is measured into the
-log): the schedule the rProgram column starts from (:func:`~tvm_ios.cost.fallback.
+log): the schedule the rProgram column starts from (:func:`~tvm_ios.cost.stage_judges.
 rprogram_schedule`, stage judges from the log), built twice, every kept stage as its
 rProgram, and every stage in turn; both timed round-robin, plain and with each kernel timed
 inside the model (:mod:`tvm_ios.bench.in_situ`). It prints, per model, the judged gain of

@@ -31,11 +31,11 @@ from scipy.stats import spearmanr
 from tvm_ios import _tvm, models
 from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.cost.analytical import AnalyticalCostModel
-from tvm_ios.cost.base import schedule_latency
-from tvm_ios.cost.devices import preset_for_target
+from tvm_ios.cost.pricing import schedule_latency
+from tvm_ios.hardware import preset_for_target
 from tvm_ios.cost.hybrid import hybrid_schedule, measured_schedule
 from tvm_ios.cost.log import MeasureLog
-from tvm_ios.cost.measure import MeasureSettings, Measurer
+from tvm_ios.cost.stage_timing import MeasureSettings, Measurer
 from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.cost.xgb import evaluate_by_model, train_and_evaluate
 from tvm_ios.passes.apply_schedule import ApplySchedule

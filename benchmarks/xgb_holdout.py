@@ -24,7 +24,7 @@ from pathlib import Path
 from tvm_ios import models
 from tvm_ios.bench.provenance import provenance, write_results
 from tvm_ios.cost.log import MeasureLog
-from tvm_ios.cost.measure import MeasureSettings, Measurer
+from tvm_ios.cost.stage_timing import MeasureSettings, Measurer
 from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.cost.xgb import evaluate_by_model, train_and_evaluate
 

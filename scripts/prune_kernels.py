@@ -18,8 +18,8 @@ import logging
 import sys
 from pathlib import Path
 
-from tvm_ios.kernels.db_prune import prune
-from tvm_ios.kernels.kernel_db import VARIANTS, KernelDB
+from tvm_ios.tuning.prune import prune
+from tvm_ios.tuning.kernel_db import VARIANTS, KernelDB
 
 ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "kernels"
 

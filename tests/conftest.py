@@ -94,7 +94,7 @@ def oclgrind():
     """Skip, with the reason, where the Oclgrind OpenCL simulator (or pyopencl) is missing;
     fail instead where ``TVM_IOS_REQUIRE_OCLGRIND=1`` (CI sets it), so that the simulator
     tests never vanish silently."""
-    from tvm_ios.kernels.oclgrind import REQUIRE_ENV, oclgrind_missing
+    from tvm_ios.kernels.simulation.oclgrind import REQUIRE_ENV, oclgrind_missing
 
     missing = oclgrind_missing()
     if missing and os.environ.get(REQUIRE_ENV) == "1":

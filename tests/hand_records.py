@@ -5,7 +5,7 @@ from tvm import relax
 
 from tvm_ios import _tvm
 from tvm_ios.kernels import prepack
-from tvm_ios.kernels.kernel_db import host_target
+from tvm_ios.tuning.kernel_db import host_target
 from tvm_ios.kernels.tuned_build import fuse_for_tuning
 
 

@@ -13,21 +13,21 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tvm_ios"
 #: Module prefix -> layer (the longest matching prefix wins).
 LAYER_OF = {
     "tvm_ios._tvm": "adapter", "tvm_ios.__version__": "adapter",
-    "tvm_ios.cost.devices": "devices",           # hardware presets, plain data
+    "tvm_ios.hardware": "devices",           # hardware presets, plain data
     "tvm_ios.graph": "graph",                    # the op graph
     "tvm_ios.models": "models",                  # the model zoo (Relax modules)
     "tvm_ios.schedule": "schedule",              # the schedulers decide, return plain data
-    "tvm_ios.cost.base": "estimators",           # the cost-model protocol and the roofline:
+    "tvm_ios.cost.pricing": "estimators",           # the cost-model protocol and the roofline:
     "tvm_ios.cost.analytical": "estimators",     # implement it, injected into the scheduler
     "tvm_ios.graphturbo": "graphturbo",          # GraphTurbo's plan (sizes, order, binding)
     "tvm_ios.kernels": "kernels",                # rPrograms and their codegen
     "tvm_ios.runtime": "runtime",                # build, run, compare
     "tvm_ios.passes": "passes",                  # apply schedules, rPrograms, plans
     "tvm_ios.cost": "measured",                  # measured cost: builds stage modules
-    "tvm_ios.pipelines": "pipelines",            # Shisha pipelines over execution places
+    "tvm_ios.pipelining": "pipelines",            # Shisha pipelines over execution places
     "tvm_ios.plot": "plot", "tvm_ios.testing": "testing",
     "tvm_ios.bench": "bench",                    # GPU benchmark artifacts, provenance
-    "tvm_ios.relax_pipeline": "pipeline", "tvm_ios.pipeline_steps": "pipeline",  # the "ios"
+    "tvm_ios.relax_pipeline": "pipeline", "tvm_ios.relax_pipeline.steps": "pipeline",  # the "ios"
     "tvm_ios._autoload": "pipeline",             # Relax pipelines
     "tvm_ios.cli": "cli",
 }

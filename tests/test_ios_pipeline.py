@@ -11,13 +11,13 @@ import tvm
 import tvm_ios
 from tvm_ios import _tvm
 from tvm_ios.bench.artifact import _cuda_sources
-from tvm_ios.cost.fallback import cold_settings
+from tvm_ios.cost.stage_judges import cold_settings
 from tvm_ios.cost.log import LogRecord, MeasureLog
-from tvm_ios.cost.measure import Measurer
+from tvm_ios.cost.stage_timing import Measurer
 from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.cost.model_judge import candidate_sizes
 from tvm_ios.cost.stage_module import RPROGRAM_TAG
-from tvm_ios.kernels.gpu_build import kernel_signatures, persistent_kernel
+from tvm_ios.kernels.gpu.build import kernel_signatures, persistent_kernel
 from tvm_ios.graph.analysis import ancestors
 from tvm_ios.relax_pipeline import VARIANTS, cost_model_for, pipeline
 from tvm_ios.runtime.compare import build, random_inputs, run

@@ -64,7 +64,7 @@ def plot_schedule(schedule: Schedule, path: str, title: str | None = None) -> st
 
 def plot_rprogram(program, sim, path: str, title: str | None = None) -> str:
     """Draw ``program`` as timed by the simulator (``sim``, a
-    :class:`~tvm_ios.kernels.simulator.SimResult`) to an image file; returns the path."""
+    :class:`~tvm_ios.kernels.interpreter.SimResult`) to an image file; returns the path."""
     plt = _pyplot()
     colours = {op: f"C{i % 10}" for i, op in enumerate(program.ops)}
     fig, ax = plt.subplots(figsize=(12, 1.2 + 0.35 * program.num_veus))

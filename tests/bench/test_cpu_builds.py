@@ -5,7 +5,7 @@ import pytest
 
 from tvm_ios import _tvm
 from tvm_ios.bench import cpu_builds
-from tvm_ios.cost.measure import MeasureSettings, Measurer
+from tvm_ios.cost.stage_timing import MeasureSettings, Measurer
 from tvm_ios.cost.model_judge import candidate_sizes
 from tvm_ios.runtime.compare import build, random_inputs, run
 from tvm_ios.testing import dag_model, dead_taps_model
@@ -55,7 +55,7 @@ def test_the_column_schedules_as_the_ios_pipeline_does(forked, tmp_path):
     """One cost model for both: the rProgram column runs the schedule ``tvm-ios run`` builds
     from the same log. The log says one concurrent pair, which neither schedule takes
     unlogged, is nearly free: both take it, and agree on every other stage."""
-    from tvm_ios.cost.fallback import rprogram_schedule
+    from tvm_ios.cost.stage_judges import rprogram_schedule
     from tvm_ios.cost.log import LogRecord, MeasureLog
     from tvm_ios.cost.measured import MeasuredCostModel
     from tvm_ios.graph.analysis import ancestors

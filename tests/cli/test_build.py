@@ -57,7 +57,7 @@ def test_kernels_for_a_gpu_target_is_bad_input(tmp_path, capsys):
 def test_build_rprogram_with_kernels_for_another_cpu_builds_untuned(tmp_path, capsys, caplog):
     """--kernels with a database for a CPU whose code cannot run here: warned naming both,
     built untuned."""
-    from tvm_ios.kernels.kernel_db import KernelDB
+    from tvm_ios.tuning.kernel_db import KernelDB
 
     db = tmp_path / "db"
     KernelDB(db, {"kind": "llvm", "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a72",
@@ -73,7 +73,7 @@ def test_build_rprogram_with_kernels_for_another_cpu_builds_untuned(tmp_path, ca
 def test_build_rprogram_with_committed_kernels_runs(tmp_path, capsys):
     """--kernels with the committed SqueezeNet database this CPU runs (its own, or one of an
     older CPU of its line): a tuned artifact, built for the database's CPU, that runs."""
-    from tvm_ios.kernels.kernel_db import KernelDB, find_kernels, runs_here
+    from tvm_ios.tuning.kernel_db import KernelDB, find_kernels, runs_here
 
     db = find_kernels("squeezenet", 64)
     if db is None or not runs_here(db):

@@ -55,7 +55,7 @@ def test_simulation_resumes_from_its_journal(oclgrind, tmp_path, monkeypatch):
     journal = tmp_path / "simulated.jsonl"
     lines = journal.read_text().splitlines()
     assert len(lines) == first["simulated"] >= 1
-    import tvm_ios.kernels.simulate as simulate
+    import tvm_ios.kernels.simulation.check as simulate
 
     def no_simulator(*_a, **_k):
         raise AssertionError("simulated again")

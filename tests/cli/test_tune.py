@@ -65,7 +65,7 @@ def test_missing_tune_extra_names_the_pip_install(tmp_path, monkeypatch, capsys)
 
 
 def test_cold_tune_logs_what_the_judges_read(tmp_path):
-    from tvm_ios.cost.fallback import judge_measurer, stage_judges
+    from tvm_ios.cost.stage_judges import judge_measurer, stage_judges
 
     mod, log = _tiny(), str(tmp_path / "log.jsonl")
     args = build_parser().parse_args(["tune", "--model", "tiny", "-r", "1", "-s", "2",

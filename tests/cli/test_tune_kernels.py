@@ -32,7 +32,7 @@ def test_rpc_tracker_that_does_not_answer_fails_within_its_timeout(tmp_path, cap
 
 def test_auto_kernels_take_one_this_cpu_runs_else_warn_and_build_untuned(tmp_path,
                                                                         monkeypatch, caplog):
-    from tvm_ios.kernels import kernel_db
+    from tvm_ios.tuning import kernel_db
 
     arm = tmp_path / "llvm-cortex-a72-2c" / "squeezenet-32"
     kernel_db.KernelDB(arm, {"kind": "llvm", "mtriple": "aarch64-linux-gnu",
@@ -61,8 +61,8 @@ def test_retime_of_a_database_without_records_says_tune_first(tmp_path, capsys):
 
 def test_the_scheduled_builds_are_scheduled_modules_whose_kernels_are_tasks(tmp_path):
     from tvm_ios.cli.tune_kernels import scheduled_builds
-    from tvm_ios.kernels.kernel_db import KernelDB, host_target
-    from tvm_ios.kernels.tuning_tasks import kernel_tasks
+    from tvm_ios.tuning.kernel_db import KernelDB, host_target
+    from tvm_ios.tuning.tasks import kernel_tasks
     from tvm_ios.passes.apply_schedule import schedule_of
     from tvm_ios.testing import dag_model
 
@@ -81,7 +81,7 @@ def test_kernels_are_timed_cold_where_the_weights_exceed_the_last_level_cache(mo
     import numpy as np
 
     from tvm_ios.cli.tune_kernels import _cold
-    from tvm_ios.kernels import tuning
+    from tvm_ios.tuning import search as tuning
 
     monkeypatch.setattr(tuning, "last_level_cache", lambda: 32 << 20)
     small = {"w": np.zeros((1 << 20,), "float32")}  # 4 MB: stays in the cache
@@ -93,7 +93,7 @@ def test_kernels_are_timed_cold_where_the_weights_exceed_the_last_level_cache(mo
 
 
 def test_layout_is_kept_in_the_database_and_a_bad_one_is_refused(tmp_path, capsys):
-    from tvm_ios.kernels.kernel_db import KernelDB
+    from tvm_ios.tuning.kernel_db import KernelDB
 
     db = tmp_path / "db"
     code = main(["tune-kernels", "--model", "squeezenet", "--image-size", "32", "--db",

@@ -2,7 +2,7 @@
 import pytest
 from cost_models import inception_like
 
-from tvm_ios.cost.measure import MeasureSettings, Measurer
+from tvm_ios.cost.stage_timing import MeasureSettings, Measurer
 
 FAST = MeasureSettings(number=1, repeat=2, warmup=1, timeout_s=60, build_workers=2,
                        batch_size=64)

@@ -2,9 +2,9 @@
 import pytest
 
 from tvm_ios.cost.analytical import AnalyticalCostModel, Kernel
-from tvm_ios.cost.devices import DeviceSpec
-from tvm_ios.cost.base import check_cost_model
-from tvm_ios.cost.devices import get_device
+from tvm_ios.hardware import DeviceSpec
+from tvm_ios.cost.pricing import check_cost_model
+from tvm_ios.hardware import get_device
 from tvm_ios.graph.opgraph import OpGraph, OpNode
 
 

@@ -94,8 +94,8 @@ def test_with_tuned_kernels_and_no_stage_log_no_merge_is_priced(tmp_path, tiny):
     """The pipeline's and the benchmark's cost model with a database that keeps no stage
     log: the roofline, merges left out (without a database it prices them)."""
     from tvm_ios.cost.hybrid import logged_cost_model
-    from tvm_ios.kernels.kernel_db import KernelDB, host_target
-    from tvm_ios.pipeline_steps import cost_model_for
+    from tvm_ios.tuning.kernel_db import KernelDB, host_target
+    from tvm_ios.relax_pipeline.steps import cost_model_for
 
     kernels = KernelDB(tmp_path / "kdb", host_target(), create=True)
     graph = next(iter(MeasuredCostModel(tiny, None, tmp_path / "log.jsonl")

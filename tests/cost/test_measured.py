@@ -10,10 +10,10 @@ import time
 import pytest
 import tvm
 
-from tvm_ios.cost.base import check_cost_model
+from tvm_ios.cost.pricing import check_cost_model
 from tvm_ios.cost.hybrid import measured_schedule
 from tvm_ios.cost.log import MeasureLog
-from tvm_ios.cost.measure import MeasureError
+from tvm_ios.cost.stage_timing import MeasureError
 from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.schedule.ios import ios_schedule
 
@@ -64,7 +64,7 @@ def test_unregistered_graph_is_named(tmp_path, tiny, make_model):
 
 CHILD = textwrap.dedent("""
     import sys, tvm
-    from tvm_ios.cost.measure import MeasureSettings, Measurer
+    from tvm_ios.cost.stage_timing import MeasureSettings, Measurer
     from tvm_ios.cost.measured import MeasuredCostModel
     from tvm_ios.cost.hybrid import measured_schedule
     mod = tvm.ir.load_json(open(sys.argv[1]).read())

@@ -106,7 +106,7 @@ def test_judge_module_builds_runs_and_keeps_outputs(tiny, tmp_path):
 
     from tvm_ios import _tvm
     from tvm_ios.cost.analytical import AnalyticalCostModel
-    from tvm_ios.cost.fallback import rprogram_schedule
+    from tvm_ios.cost.stage_judges import rprogram_schedule
     from tvm_ios.passes.apply_schedule import schedule_of
     from tvm_ios.passes.rprogram_pass import RProgramPass
     from tvm_ios.runtime.compare import random_inputs, run

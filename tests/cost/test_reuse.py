@@ -5,11 +5,11 @@ import shutil
 import pytest
 
 from tvm_ios.cost.log import MeasureLog
-from tvm_ios.cost.measure import MeasureError, Measurer
+from tvm_ios.cost.stage_timing import MeasureError, Measurer
 from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.cost.reuse import build_digest
-from tvm_ios.kernels.kernel_db import KernelDB, host_target
-from tvm_ios.kernels.tuning import tune_kernels
+from tvm_ios.tuning.kernel_db import KernelDB, host_target
+from tvm_ios.tuning.search import tune_kernels
 from tvm_ios.testing import dag_model
 
 from conftest import FAST

@@ -6,8 +6,8 @@ import pytest
 from tvm import relax
 
 from tvm_ios.bench.artifact import _cuda_sources
-from tvm_ios.kernels.gpu_build import kernel_signatures, persistent_kernel
-from tvm_ios.cost.measure import build_stage, prepare_stage
+from tvm_ios.kernels.gpu.build import kernel_signatures, persistent_kernel
+from tvm_ios.cost.stage_timing import build_stage, prepare_stage
 from tvm_ios.cost.measured import MeasuredCostModel
 from tvm_ios.cost.stage_module import BALANCED_TAG, ENGINE_ATTR, RPROGRAM_TAG, stage_module
 from tvm_ios.graph.extract import extract

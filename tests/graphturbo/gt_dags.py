@@ -10,7 +10,7 @@ import pytest
 from tvm_ios.graph.opgraph import OpGraph, OpNode
 from tvm_ios.graphturbo.hwspec import HardwareSpec
 from tvm_ios.graphturbo.layers import LayerGraph
-from tvm_ios.graphturbo.regions import BindInfo
+from tvm_ios.graphturbo.tensor_regions import BindInfo
 
 
 def make_layers(spec, input_shape=(1, 4, 16, 16), outputs=None):

@@ -1,7 +1,7 @@
-"""Hardware presets: the paper's DSA and GPUs from tvm_ios.cost.devices."""
+"""Hardware presets: the paper's DSA and GPUs from tvm_ios.hardware."""
 import pytest
 
-from tvm_ios.cost.devices import get_device
+from tvm_ios.hardware import get_device
 from tvm_ios.graphturbo.hwspec import get_hw
 
 

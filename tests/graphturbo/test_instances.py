@@ -1,6 +1,6 @@
 """Instance splitting and redundant-edge elimination."""
 from tvm_ios.graphturbo.instances import split_instances
-from tvm_ios.graphturbo.regions import intersect
+from tvm_ios.graphturbo.tensor_regions import intersect
 from tvm_ios.graphturbo.splitinfo import SGContext
 
 from gt_dags import hw, layers  # noqa: F401  (fixtures)

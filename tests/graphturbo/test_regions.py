@@ -1,5 +1,5 @@
 """Regions: halos of convolutions and pools, broadcasts of elementwise ops."""
-from tvm_ios.graphturbo.regions import BindInfo, input_box, supports, window_range
+from tvm_ios.graphturbo.tensor_regions import BindInfo, input_box, supports, window_range
 
 
 def test_window_range_interior_and_borders():

@@ -5,7 +5,7 @@ from tvm_ios.graph.opgraph import OpGraph, OpNode
 from tvm_ios.graphturbo.instances import Instance
 from tvm_ios.kernels.instance_policy import chunk_order, instances_policy
 from tvm_ios.kernels.roperator import estimate_roperators
-from tvm_ios.kernels.simulator import DependencyError, check_dependencies, simulate
+from tvm_ios.kernels.interpreter import DependencyError, check_dependencies, simulate
 
 BOX = ((0, 1), (0, 4), (0, 4), (0, 8))
 SHAPE = (1, 4, 4, 8)  # 512 B of float32

@@ -8,7 +8,7 @@ from tvm_ios.graph.opgraph import OpGraph
 from tvm_ios.kernels.policies import ios_policy, wavefront_policy, waves
 from tvm_ios.kernels.roperator import SLICE_EFFICIENCY, SLICES, RKernel, ROperator, \
     estimate_roperators
-from tvm_ios.kernels.simulator import check_dependencies, simulate
+from tvm_ios.kernels.interpreter import check_dependencies, simulate
 from tvm_ios.kernels.vdevice import VDEVICES, ResidencyError, cpu_vdevice
 from tvm_ios.schedule.ios import ios_schedule
 from tvm_ios.schedule.schedule import Schedule, Stage

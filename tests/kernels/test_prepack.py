@@ -13,9 +13,9 @@ from tvm import relax
 
 from tvm_ios import _tvm
 from tvm_ios.kernels import prepack
-from tvm_ios.kernels.kernel_db import KernelDB, host_target
+from tvm_ios.tuning.kernel_db import KernelDB, host_target
 from tvm_ios.kernels.tuned_build import apply_kernels, fuse_for_tuning, tuned_functions
-from tvm_ios.kernels.tuning import tune_kernels
+from tvm_ios.tuning.search import tune_kernels
 from tvm_ios.runtime.compare import random_inputs, run
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.testing import Concurrent, dag_model

@@ -6,9 +6,9 @@ import pytest
 
 from tvm_ios import _tvm
 from tvm_ios.kernels.bounded_wait import DEFAULT_WAIT_US, WAIT_US_ENV, wait_us
-from tvm_ios.kernels.cuda_programs import build_program, plan_programs
-from tvm_ios.kernels.gpu_build import build_kernels
-from tvm_ios.passes._rprogram_backends import GPUBackend
+from tvm_ios.kernels.gpu.programs import build_program, plan_programs
+from tvm_ios.kernels.gpu.build import build_kernels
+from tvm_ios.passes.rprogram_backends import GPUBackend
 from tvm_ios.testing import dag_model
 
 H100 = "nvidia/nvidia-h100"

@@ -9,7 +9,7 @@ from tvm.script import relax as R
 from tvm.script import tirx as T
 
 from tvm_ios import _tvm, models
-from tvm_ios.kernels.kernel_db import KernelDB, host_target
+from tvm_ios.tuning.kernel_db import KernelDB, host_target
 from tvm_ios.kernels.blocked_conv import parse_layout
 from tvm_ios.passes.blocked_layout import (BlockedLayout, blocked_layouts, conv_layouts,
                                            in_layout, layout_for_kernels)

@@ -5,8 +5,8 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 
 from tvm_ios import _tvm, models
-from tvm_ios.kernels.kernel_db import KernelDB, host_target
-from tvm_ios.kernels.tuning import tune_kernels
+from tvm_ios.tuning.kernel_db import KernelDB, host_target
+from tvm_ios.tuning.search import tune_kernels
 from tvm_ios.passes.dedup_ops import DedupOps, dedup_for_kernels, op_calls
 from tvm_ios.runtime.compare import compare_modules
 from tvm_ios.testing import dead_taps_model, repeated_calls_model

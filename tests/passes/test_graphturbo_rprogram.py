@@ -12,7 +12,7 @@ import tvm
 
 from tvm_ios import models
 from tvm_ios.graphturbo.hwspec import HardwareSpec
-from tvm_ios.passes._graphturbo_attr import load
+from tvm_ios.passes.graphturbo_attr import load
 from tvm_ios.passes.graphturbo_rprogram import GraphTurboRProgramPass, default_hw
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.passes.split_instances import SplitInstances

@@ -3,7 +3,7 @@ import pytest
 import tvm
 
 from tvm_ios import models
-from tvm_ios.passes._graphturbo_attr import load
+from tvm_ios.passes.graphturbo_attr import load
 from tvm_ios.passes.group_subgraphs import GroupSubgraphs
 
 

@@ -5,8 +5,8 @@ import pytest
 import tvm
 
 from tvm_ios.kernels import tuned_build
-from tvm_ios.kernels.kernel_db import KernelDB, host_target
-from tvm_ios.kernels.tuning import tune_kernels
+from tvm_ios.tuning.kernel_db import KernelDB, host_target
+from tvm_ios.tuning.search import tune_kernels
 from tvm_ios.passes import kernel_guard
 from tvm_ios.passes.dedup_ops import DedupOps, dedup_for_kernels
 from tvm_ios.passes.trim_dead_taps import TrimDeadTaps, trim_for_kernels

@@ -3,8 +3,8 @@ import pytest
 
 from tvm_ios import models
 from tvm_ios.graphturbo.hwspec import HardwareSpec
-from tvm_ios.passes._graphturbo_attr import load
-from tvm_ios.passes._instance_emitter import instance_tag
+from tvm_ios.passes.graphturbo_attr import load
+from tvm_ios.passes.instance_emitter import instance_tag
 from tvm_ios.passes.order_instances import OrderInstances
 from tvm_ios.passes.split_instances import SplitInstances
 from tvm_ios.runtime.compare import compare_modules

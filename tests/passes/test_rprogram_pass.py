@@ -6,7 +6,7 @@ from tvm_ios import _tvm
 from tvm_ios.cost.analytical import AnalyticalCostModel
 from tvm_ios.kernels.bounded_wait import BoundedWaitError
 from tvm_ios.kernels.rprogram import RTask
-from tvm_ios.kernels.simulator import simulate
+from tvm_ios.kernels.interpreter import simulate
 from tvm_ios.kernels.vdevice import pool_threads
 from tvm_ios.passes.ios_pass import IOSPass
 from tvm_ios.passes.rprogram_pass import RProgramPass

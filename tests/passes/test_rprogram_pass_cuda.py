@@ -11,7 +11,7 @@ from tvm import relax
 from tvm_ios.bench.artifact import _cuda_sources
 from tvm_ios import _tvm
 from tvm_ios.cost.analytical import AnalyticalCostModel
-from tvm_ios.kernels.gpu_build import device_sources
+from tvm_ios.kernels.gpu.build import device_sources
 from tvm_ios.passes.rprogram_pass import RProgramPass
 from tvm_ios.testing import dag_model
 

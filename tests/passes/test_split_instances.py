@@ -7,7 +7,7 @@ from tvm.script import relax as R
 from tvm_ios import models
 from tvm_ios.graphturbo.hwspec import HardwareSpec
 from tvm_ios.graphturbo.layers import GraphTurboError
-from tvm_ios.passes._graphturbo_attr import load
+from tvm_ios.passes.graphturbo_attr import load
 from tvm_ios.passes.group_subgraphs import GroupSubgraphs
 from tvm_ios.passes.order_instances import OrderInstances
 from tvm_ios.passes.split_instances import SplitInstances

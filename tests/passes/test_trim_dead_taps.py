@@ -7,8 +7,8 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 
 from tvm_ios import _tvm
-from tvm_ios.kernels.kernel_db import KernelDB, host_target
-from tvm_ios.kernels.tuning import tune_kernels
+from tvm_ios.tuning.kernel_db import KernelDB, host_target
+from tvm_ios.tuning.search import tune_kernels
 from tvm_ios.passes.trim_dead_taps import TrimDeadTaps, live_taps, trim_for_kernels
 from tvm_ios.runtime.compare import compare_modules
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import __version__ as TVM_IOS_VERSION
 from .. import _tvm
-from ..kernels.gpu_build import device_sources
+from ..kernels.gpu.build import device_sources
 from ..runtime import compare
 from ..runtime.outputs import flatten_outputs
 from . import tensors
@@ -85,7 +85,7 @@ def _apply_variant(mod, variant: str, target, ios_options: dict, checks: bool = 
     cost_model = AnalyticalCostModel(device=options.pop("device"))
     kernels = options.pop("kernels", None)  # a kernel database's path (llvm): tuned kernels
     if kernels is not None:
-        from ..kernels.kernel_db import KernelDB  # noqa: PLC0415
+        from ..tuning.kernel_db import KernelDB  # noqa: PLC0415
 
         kernels = KernelDB(kernels)
     if variant == "ios-rprogram":

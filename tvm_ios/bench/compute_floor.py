@@ -23,7 +23,7 @@ import tvm
 
 from .. import _tvm
 from ..graph.extract import extract
-from ..kernels.kernel_db import host_target
+from ..tuning.kernel_db import host_target
 from .memory_floor import significant, timed_rates
 
 __all__ = ["model_flops", "fma_kernel", "peak_gflops", "compute_floor"]

@@ -11,8 +11,8 @@
   order, tuned: what the graph rewrites gain apart from the schedule;
 * ``tvm-ios stages (tuned)``: IOS stages (merges included) one kernel at a time, tuned;
 * ``tvm-ios rProgram (tuned)``: IOS without merges, stages never slower than sequential
-  (:func:`~tvm_ios.cost.fallback.rprogram_schedule`; with a measurer both sides of each
-  concurrent stage are measured, :func:`~tvm_ios.cost.fallback.stage_judges`), each
+  (:func:`~tvm_ios.cost.stage_judges.rprogram_schedule`; with a measurer both sides of each
+  concurrent stage are measured, :func:`~tvm_ios.cost.stage_judges.stage_judges`), each
   concurrent stage one rProgram of ``num_veus`` vEUs running the database's serial kernels,
   the other ops tuned.
 
@@ -30,11 +30,11 @@ import tvm
 
 from .. import _tvm, models
 from ..cost.analytical import AnalyticalCostModel
-from ..cost.fallback import rprogram_schedule, stage_judges
+from ..cost.stage_judges import rprogram_schedule, stage_judges
 from ..cost.hybrid import logged_cost_model, predictor_preset
 from ..cost.model_judge import judge_module
-from ..kernels.cover import apply_covered
-from ..kernels.kernel_db import STAGE_LOG, default_kernels_dir, open_kernels
+from ..tuning.coverage import apply_covered
+from ..tuning.kernel_db import STAGE_LOG, default_kernels_dir, open_kernels
 from ..kernels.tuned_build import tuned_functions
 from ..passes.apply_schedule import schedule_of
 from ..passes.blocked_layout import in_layout

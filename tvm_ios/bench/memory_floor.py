@@ -24,7 +24,7 @@ import tvm
 from tvm import relax
 
 from .. import _tvm
-from ..kernels.kernel_db import host_target
+from ..tuning.kernel_db import host_target
 
 __all__ = ["weight_bytes", "read_kernel", "read_bandwidth", "memory_floor"]
 

@@ -10,7 +10,7 @@ For every rProgram (a multi-group IOS stage, or a wavefront program) ``-o DIR`` 
 barriers and shared memory of each. With ``-o`` each finished simulation is also kept in
 ``DIR/simulated.jsonl``: the same command run again resumes, reusing the rows of programs
 whose kernels are unchanged. ``--simulate`` runs every program's OpenCL rendering
-(the same TIR, :mod:`tvm_ios.kernels.sync`) under Oclgrind on random inputs and compares it
+(the same TIR, :mod:`tvm_ios.kernels.gpu.sync`) under Oclgrind on random inputs and compares it
 with TVM's llvm build: largest difference, steps left zero, races inside a work-group,
 out-of-bounds accesses, barrier divergence. rTask times are estimates: nothing is measured
 on a GPU.
@@ -59,8 +59,8 @@ def write_codegen(mod, params, name: str, target, policy: str, out_dir=None, cos
     """Generate (and optionally simulate) the rProgram kernels of ``mod``; the summary."""
     from .. import _tvm  # noqa: PLC0415  (keeps `tvm-ios --help` fast)
     from ..graph.extract import extract  # noqa: PLC0415
-    from ..kernels.cuda_programs import build_program, plan_programs  # noqa: PLC0415
-    from ..kernels.gpu_build import build_kernels  # noqa: PLC0415
+    from ..kernels.gpu.programs import build_program, plan_programs  # noqa: PLC0415
+    from ..kernels.gpu.build import build_kernels  # noqa: PLC0415
     from ..schedule.ios import ios_schedule  # noqa: PLC0415
 
     if isinstance(target, str) and target.lstrip().startswith("{"):
@@ -87,7 +87,7 @@ def write_codegen(mod, params, name: str, target, policy: str, out_dir=None, cos
     summary = {"model": name, "target": str(target), "policy": policy,
                "gpu_latency": "not measured", "rprograms": rows}
     if simulate:
-        from ..kernels.simulate import simulate_regions  # noqa: PLC0415
+        from ..kernels.simulation.check import simulate_regions  # noqa: PLC0415
 
         journal = out / "simulated.jsonl" if out else None  # a rerun resumes from it
         sim = simulate_regions(regions, gpu, vdevice, progress=progress, journal=journal,

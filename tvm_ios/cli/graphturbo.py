@@ -88,7 +88,7 @@ def run(args) -> int:
 
 def _rprogram(mod, args, result):
     """The instances as rTasks for ``--target``; prints programs and traffic."""
-    from tvm_ios.passes._graphturbo_attr import load  # noqa: PLC0415
+    from tvm_ios.passes.graphturbo_attr import load  # noqa: PLC0415
     from tvm_ios.passes.graphturbo_rprogram import GraphTurboRProgramPass  # noqa: PLC0415
 
     rewrite = GraphTurboRProgramPass(args.hw, target=args.target, order=args.order,

@@ -51,12 +51,12 @@ def _options(args, name: str) -> dict:
 
 def run(args) -> int:
     """Search, print one line per algorithm, write ``--json`` and ``--plot``."""
-    from ..pipelines.eps import eps_to_json, parse_eps  # noqa: PLC0415
-    from ..pipelines.layer_times import (layer_weights, measured_times,  # noqa: PLC0415
+    from ..pipelining.eps import eps_to_json, parse_eps  # noqa: PLC0415
+    from ..pipelining.layer_times import (layer_weights, measured_times,  # noqa: PLC0415
                                          modelled_times)
-    from ..pipelines.run import check_stages, modelled_search, run_search  # noqa: PLC0415
-    from ..pipelines.space import ConfigSpace  # noqa: PLC0415
-    from ..pipelines.stages import PipelineMeasure, StagePlan  # noqa: PLC0415
+    from ..pipelining.run import check_stages, modelled_search, run_search  # noqa: PLC0415
+    from ..pipelining.space import ConfigSpace  # noqa: PLC0415
+    from ..pipelining.stages import PipelineMeasure, StagePlan  # noqa: PLC0415
 
     eps = parse_eps(args.eps)
     names = _searches(args.search)
@@ -85,7 +85,7 @@ def run(args) -> int:
             "results": [r.to_dict() for r in results]}
     write_json(args.json, data, provenance=True)
     if args.plot:
-        from ..pipelines.plot import plot_convergence  # noqa: PLC0415
+        from ..pipelining.plot import plot_convergence  # noqa: PLC0415
 
         plot_convergence(results, args.plot, f"{model} on {args.eps}")
         print(f"plot: {args.plot}")

@@ -96,13 +96,13 @@ def _target(args, kernels):
 
 
 def _measurer(args, kernels=None):
-    from ..cost.measure import MeasureSettings, Measurer  # noqa: PLC0415
+    from ..cost.stage_timing import MeasureSettings, Measurer  # noqa: PLC0415
 
     given = {name: getattr(args, name, None) for name in ("number", "repeat", "warmup")}
     given = {name: value for name, value in given.items() if value is not None}
     common = dict(min_repeat_ms=args.min_repeat_ms, timeout_s=args.timeout,
                   batch_size=args.batch_size)
-    from ..cost.fallback import cold_settings  # noqa: PLC0415
+    from ..cost.stage_judges import cold_settings  # noqa: PLC0415
 
     # what is not given: the judges' cold settings, or MeasureSettings' defaults (3/3/1)
     settings = (cold_settings if getattr(args, "cold", False) else MeasureSettings)(
@@ -119,7 +119,7 @@ def _predictor(args, model):
     from ..cost.hybrid import MIN_RECORDS  # noqa: PLC0415
     from ..cost.xgb import XGBCostModel  # noqa: PLC0415
 
-    from ..cost.devices import preset_for_target  # noqa: PLC0415
+    from ..hardware import preset_for_target  # noqa: PLC0415
 
     device = preset_for_target(args.target)
     if args.xgb_model:
@@ -196,7 +196,7 @@ def run(args) -> int:
     if args.cold and "llvm" not in str(args.target):
         raise ValueError(f"--cold flushes this CPU's caches; --target {args.target} is not "
                          "a CPU target")
-    from ..cost.measure import MeasureError  # noqa: PLC0415
+    from ..cost.stage_timing import MeasureError  # noqa: PLC0415
 
     mod, name = load_ios_graph(args)  # (stage modules lift its weights: timed on random ones)
     start = time.perf_counter()

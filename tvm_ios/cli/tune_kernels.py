@@ -8,7 +8,7 @@
 
 The database (TVM's JSON format, append-only; a rerun resumes up to ``--trials`` per
 variant) defaults to the user's cache, ``$TVM_IOS_CACHE/kernels/<target name>/<model>-<digest>``
-(:mod:`tvm_ios.kernels.kernel_cache`), the directory ``tvm-ios run`` and the other verbs find
+(:mod:`tvm_ios.tuning.cache`), the directory ``tvm-ios run`` and the other verbs find
 first with ``--kernels auto``; ``--db benchmarks/kernels/...`` tunes a committed seed.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 
 from .common import add_model_options, load_model, write_json
 
-#: The kernel variants (:data:`tvm_ios.kernels.kernel_db.VARIANTS`; parsing imports no TVM).
+#: The kernel variants (:data:`tvm_ios.tuning.kernel_db.VARIANTS`; parsing imports no TVM).
 VARIANTS = ("parallel", "serial", "packed", "serial-packed")
 
 __all__ = ["add_parser", "add_kernels_option", "kernels_of", "missing_tune_extra",
@@ -107,12 +107,12 @@ def add_kernels_option(parser, default=None) -> None:
 
 
 def kernels_of(args, name: str | None = None, mod=None):
-    """The :class:`~tvm_ios.kernels.kernel_db.KernelDB` of ``--kernels`` for this machine,
+    """The :class:`~tvm_ios.tuning.kernel_db.KernelDB` of ``--kernels`` for this machine,
     or None (untuned: none asked, none found, or tuned for another target, with a warning).
     ``auto``: the model's own in the user's cache (needs its Relax module ``mod``), else a
-    seed (:func:`~tvm_ios.kernels.kernel_cache.lookup`)."""
-    from ..kernels.kernel_cache import lookup  # noqa: PLC0415
-    from ..kernels.kernel_db import open_kernels  # noqa: PLC0415
+    seed (:func:`~tvm_ios.tuning.cache.lookup`)."""
+    from ..tuning.cache import lookup  # noqa: PLC0415
+    from ..tuning.kernel_db import open_kernels  # noqa: PLC0415
 
     spec = getattr(args, "kernels", None)
     if spec in (None, "none"):
@@ -159,9 +159,9 @@ def run(args) -> int:
         return 2
     from .. import _tvm  # noqa: PLC0415
     from ..runtime.rpc import RPCError, check_tracker, parse_tracker  # noqa: PLC0415
-    from ..kernels.kernel_cache import cache_dir  # noqa: PLC0415
-    from ..kernels.kernel_db import KernelDB, host_target  # noqa: PLC0415
-    from ..kernels.tuning import tune_kernels  # noqa: PLC0415
+    from ..tuning.cache import cache_dir  # noqa: PLC0415
+    from ..tuning.kernel_db import KernelDB, host_target  # noqa: PLC0415
+    from ..tuning.search import tune_kernels  # noqa: PLC0415
     from ..cost.stage_module import op_stages  # noqa: PLC0415
     from ..passes.dedup_ops import DedupOps  # noqa: PLC0415
     from ..passes.trim_dead_taps import TrimDeadTaps  # noqa: PLC0415
@@ -252,8 +252,8 @@ def scheduled_builds(mod, kernels) -> list:
 
 def _cold(args, params) -> bool:
     """``--cold``/``--warm``, else cold where the model's weights exceed this CPU's
-    last-level cache (:func:`~tvm_ios.kernels.tuning.timing_for`)."""
-    from ..kernels.tuning import timing_for  # noqa: PLC0415
+    last-level cache (:func:`~tvm_ios.tuning.search.timing_for`)."""
+    from ..tuning.search import timing_for  # noqa: PLC0415
 
     if args.cold or args.warm:
         return args.cold
@@ -263,8 +263,8 @@ def _cold(args, params) -> bool:
 
 def _retime(args, kernels, rpc, name, params) -> int:
     """``--retime K``: the K best records of every workload timed again, per variant."""
-    from ..kernels.kernel_db import KernelDB  # noqa: PLC0415
-    from ..kernels.retime import retime_kernels  # noqa: PLC0415
+    from ..tuning.kernel_db import KernelDB  # noqa: PLC0415
+    from ..tuning.retime import retime_kernels  # noqa: PLC0415
 
     source = KernelDB(args.source) if args.source else None
     origin = source or kernels

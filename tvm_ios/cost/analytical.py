@@ -24,7 +24,7 @@ import numpy as np
 
 from ..graph.opgraph import OpGraph, OpNode
 from ..schedule.merge import MergePlan, merge_plan
-from .devices import DeviceSpec, get_device
+from ..hardware import DeviceSpec, get_device
 
 __all__ = ["AnalyticalCostModel", "Kernel", "kernel_of", "merged_kernel"]
 
@@ -61,7 +61,7 @@ class AnalyticalCostModel:
     Parameters
     ----------
     device : str or DeviceSpec
-        A preset of :data:`tvm_ios.cost.devices.DEVICES` (default ``"v100"``, the IOS paper's).
+        A preset of :data:`tvm_ios.hardware.DEVICES` (default ``"v100"``, the IOS paper's).
     """
 
     def __init__(self, device: str | DeviceSpec = "v100"):

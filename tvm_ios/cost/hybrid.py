@@ -23,7 +23,7 @@ from ..graph.opgraph import OpGraph
 from ..schedule.ios import ios_schedule
 from ..schedule.merge import merge_plan
 from ..schedule.schedule import Schedule
-from .base import WithoutMerges
+from .pricing import WithoutMerges
 from .measured import MeasuredCostModel, StageRef
 
 __all__ = ["HybridCostModel", "measured_schedule", "hybrid_schedule", "logged_cost_model",
@@ -116,7 +116,7 @@ def predictor_preset(target, engine: str = "rprogram"):
     import dataclasses  # noqa: PLC0415
 
     from ..kernels.vdevice import pool_threads  # noqa: PLC0415
-    from .devices import get_device, preset_for_target  # noqa: PLC0415
+    from ..hardware import get_device, preset_for_target  # noqa: PLC0415
 
     preset = preset_for_target(target)
     if preset == "llvm" and engine in ("rprogram", "balanced"):
@@ -132,7 +132,7 @@ def logged_cost_model(mod, log, predictor, target: str, kernels=None,
     the ``ios`` pipeline and the CPU benchmark schedule with, so that both pick the same
     stages and the judges' logged figures serve both. With ``kernels``, merges are taken only
     from logged figures (``predict_merges``), and, without a log (None or no such file),
-    ``predictor`` prices no merge (:class:`~tvm_ios.cost.base.WithoutMerges`)."""
+    ``predictor`` prices no merge (:class:`~tvm_ios.cost.pricing.WithoutMerges`)."""
     if log is None or (isinstance(log, (str, Path)) and not Path(log).is_file()):
         return predictor if kernels is None else WithoutMerges(predictor)
     measured = MeasuredCostModel(mod, None, log, target=target, kernels=kernels, engine=engine)

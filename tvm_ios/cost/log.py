@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .. import __version__ as TVM_IOS_VERSION
 from .. import _tvm
-from ..kernels.db_records import unpack_beside
+from ..tuning.records import unpack_beside
 
 __all__ = ["LogRecord", "MeasureLog"]
 

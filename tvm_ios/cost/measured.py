@@ -1,6 +1,6 @@
 """The measured cost model: stage latencies timed on the target, kept in a log.
 
-``MeasuredCostModel`` implements the :class:`~tvm_ios.cost.base.CostModel` protocol, so
+``MeasuredCostModel`` implements the :class:`~tvm_ios.cost.pricing.CostModel` protocol, so
 ``ios_schedule(graph, MeasuredCostModel(mod, measurer, log))`` works. A stage is looked up
 in the log first, by its signature (:mod:`.signature`, no module built), then by its
 workload key (:mod:`.stage_module`), then, with tuned kernels, by what its build compiles
@@ -23,7 +23,7 @@ from ..schedule.ios import ios_schedule
 from ..schedule.merge import merge_plan
 from .analytical import AnalyticalCostModel
 from .log import LogRecord, MeasureLog
-from .measure import MeasureError, Measurer
+from .stage_timing import MeasureError, Measurer
 from .reuse import build_digest, reuse
 from .signature import StageSigner
 from .stage_module import StageModule, stage_module, stage_tag

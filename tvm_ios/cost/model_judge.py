@@ -26,7 +26,7 @@ from typing import Callable
 
 from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule
-from .fallback import in_turn
+from .stage_judges import in_turn
 from .log import LogRecord, MeasureLog
 
 __all__ = ["ranked_stages", "candidate_sizes", "keep_only", "ModelJudge", "Verdict",
@@ -199,7 +199,7 @@ def judge_module(mod, decisions: list[dict], lower=None, log=None, target="llvm"
     from ..graph.extract import extract  # noqa: PLC0415  (passes and runtime sit above)
     from ..passes.apply_schedule import record_schedule, schedule_of  # noqa: PLC0415
     from ..runtime.compare import caller, random_inputs  # noqa: PLC0415
-    from .measure import Measurer  # noqa: PLC0415
+    from .stage_timing import Measurer  # noqa: PLC0415
 
     probe = Measurer(target)
     fingerprint = kernels.fingerprint if kernels is not None else "none"

@@ -23,7 +23,7 @@ import logging
 
 from .. import _tvm
 from .log import LogRecord, MeasureLog
-from .measure import prepare_stage
+from .stage_timing import prepare_stage
 
 __all__ = ["build_digest", "reuse"]
 

@@ -14,7 +14,7 @@ returns every unit's output.
   schedule), so what is measured is exactly what the rewrite emits;
 * a concurrent stage of two or more groups, with ``engine="rprogram"`` (the default): the
   module carries a one-stage concurrent schedule and the attribute ``tvm_ios.stage_engine``;
-  :func:`~tvm_ios.cost.measure.prepare_stage` rewrites it with ``RProgramPass`` at build
+  :func:`~tvm_ios.cost.stage_timing.prepare_stage` rewrites it with ``RProgramPass`` at build
   time, so the stage is timed as it will run: one rProgram on the CPU vDevice (llvm) or one
   persistent kernel (CUDA). With ``engine="sequential"`` its groups run back to back.
 
@@ -44,7 +44,7 @@ from .signature import StageSigner
 __all__ = ["StageModule", "stage_module", "op_stages", "stage_description", "stage_tag",
            "ENGINE_ATTR", "KERNELS_ATTR", "RPROGRAM_TAG", "BALANCED_TAG", "CONCURRENT_TAGS"]
 
-#: Module attributes read by :func:`~tvm_ios.cost.measure.prepare_stage`.
+#: Module attributes read by :func:`~tvm_ios.cost.stage_timing.prepare_stage`.
 ENGINE_ATTR = "tvm_ios.stage_engine"
 KERNELS_ATTR = "tvm_ios.kernels"
 
@@ -233,7 +233,7 @@ def op_stages(mod, target) -> list:
     with its bias only, where the model adds the shortcut into it), so a database tuned on
     the model's kernels alone holds no parallel kernel of it.
     """
-    from .measure import prepare_stage  # noqa: PLC0415  (measure imports this module)
+    from .stage_timing import prepare_stage  # noqa: PLC0415  (measure imports this module)
 
     ext = extract(mod["main"])
     signer = StageSigner(ext)

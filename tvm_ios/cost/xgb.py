@@ -11,7 +11,7 @@ records: :func:`evaluate_by_model` holds out whole models (train on the others' 
 the stages the training logs do not hold), which is what predicting a new model asks;
 :func:`train_and_evaluate` holds out a random share of one log, which says little about a
 new model since the stages of one model are near-duplicates. It implements the
-:class:`~tvm_ios.cost.base.CostModel` protocol.
+:class:`~tvm_ios.cost.pricing.CostModel` protocol.
 
 Needs the ``xgboost`` package (``pip install tvm-ios[tune]`` installs the CPU build,
 ``xgboost-cpu``; both provide ``import xgboost``).
@@ -30,7 +30,7 @@ import numpy as np
 from ..graph.opgraph import OpGraph
 from ..schedule.merge import merge_plan
 from .analytical import AnalyticalCostModel, Kernel
-from .devices import DEVICES, preset_for_target
+from ..hardware import DEVICES, preset_for_target
 from .stage_module import stage_description
 
 __all__ = ["XGBCostModel", "stage_features", "evaluate", "train_and_evaluate",

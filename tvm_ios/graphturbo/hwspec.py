@@ -5,7 +5,7 @@ global buffer (GB); clusters talk to DRAM. An instance of a sub-graph is bound a
 cores of one cluster, each core holding its share in its own LB, so the local capacity an
 instance may use is ``cores * lb_bytes`` (:attr:`HardwareSpec.local_capacity`).
 
-GPU presets reuse :mod:`tvm_ios.cost.devices` (LB = shared memory per SM, GB = L2, cores =
+GPU presets reuse :mod:`tvm_ios.hardware` (LB = shared memory per SM, GB = L2, cores =
 SMs, one cluster). The rProgram presets bind each instance to one vEU, so a cluster is one
 core: ``cpu`` (a thread-pool worker, LB = its L2, GB = L3) and ``h100-block`` /
 ``a100-block`` (a persistent thread block, LB = the shared memory of one block).
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..cost.devices import get_device
+from ..hardware import get_device
 
 __all__ = ["HardwareSpec", "PRESETS", "get_hw"]
 

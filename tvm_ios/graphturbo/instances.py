@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from .layers import GraphTurboError
-from .regions import box_bytes, intersect
+from .tensor_regions import box_bytes, intersect
 from .splitinfo import SGContext, best_split, partition
 
 __all__ = ["Instance", "Split", "split_instances"]

@@ -19,7 +19,7 @@ from .. import _tvm
 from ..graph.extract import extract
 from ..graph.opgraph import OpGraph, OpNode
 from ..graph.opinfo import EPILOGUES, itemsize
-from .regions import BindInfo
+from .tensor_regions import BindInfo
 
 __all__ = ["LayerGraph", "layer_graph", "GraphTurboError"]
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from ..graph.bitset import ids_of
 from .hwspec import HardwareSpec
 from .layers import LayerGraph
-from .regions import box_bytes, box_volume, full_box, hull, input_box, producible, supports
+from .tensor_regions import box_bytes, box_volume, full_box, hull, input_box, producible, supports
 
 __all__ = ["SplitEntry", "SGContext", "best_split", "partition"]
 

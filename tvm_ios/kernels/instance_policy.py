@@ -17,7 +17,7 @@ After ``SplitInstances``/``OrderInstances`` every op of the model belongs to one
   exceed ``fast_bytes`` at once, the one live longest goes to global memory (Section 4.3's
   longest-liveness spill).
 
-The backends put kept tensors in the vEU's fast memory (:mod:`~tvm_ios.kernels.scratch`):
+The backends put kept tensors in the vEU's fast memory (:mod:`~tvm_ios.kernels.veu_memory`):
 a per-vEU region of the kernel's workspace on the CPU vDevice, shared memory on CUDA.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ..graph.opgraph import OpGraph
 from ..graphturbo.binding import bind_veus
 from .policies import _Builder
 from .rprogram import RProgram
-from .scratch import pack, program_events
+from .veu_memory import pack, program_events
 
 #: Default most ops of one instances rProgram: a program's kernel takes LLVM superlinearly
 #: longer to compile with its size (62 ops of MobileNet-v2: about 60 s; 16 ops: about 5 s
@@ -167,7 +167,7 @@ def _local_ops(graph, program: RProgram, external) -> dict:
 
 def _spill(program: RProgram, local: dict, graph, fast_bytes: int | None) -> None:
     """Drop kept tensors, longest-lived first (on a tie the older), until each vEU's packed
-    region (the offsets the backends will use, :func:`~tvm_ios.kernels.scratch.pack`) fits
+    region (the offsets the backends will use, :func:`~tvm_ios.kernels.veu_memory.pack`) fits
     ``fast_bytes``."""
     if fast_bytes is None:
         return

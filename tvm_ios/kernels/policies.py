@@ -24,7 +24,7 @@ from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule
 from .roperator import SLICES, RKernel, ROperator
 from .rprogram import RProgram, RTask
-from .simulator import simulate
+from .interpreter import simulate
 from .vdevice import VDevice
 
 __all__ = ["wavefront_policy", "ios_policy", "balanced_plan", "resident_veus", "waves"]

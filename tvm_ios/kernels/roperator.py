@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..cost.devices import DeviceSpec, get_device
+from ..hardware import DeviceSpec, get_device
 from ..graph.opgraph import OpGraph, OpNode
 
 __all__ = ["RKernel", "ROperator", "estimate_roperators", "cut_into_slices", "TILES",
@@ -23,7 +23,7 @@ __all__ = ["RKernel", "ROperator", "estimate_roperators", "cut_into_slices", "TI
 TILES = (512, 2048, 8192)
 TASK_OVERHEAD_US = 0.3
 #: The rKernel of a CPU op cut into slices of its tuned parallel loop, one per vEU
-#: (:mod:`~tvm_ios.kernels.slicing`), and the fraction of the op's serial speed a slice keeps.
+#: (:mod:`~tvm_ios.kernels.cpu.slicing`), and the fraction of the op's serial speed a slice keeps.
 SLICES = "slices"
 SLICE_EFFICIENCY = 0.9
 

@@ -16,7 +16,7 @@ from tvm import relax
 from .. import _tvm
 from ..graph.extract import extract
 from ..graph.opinfo import itemsize
-from .regions import _sources, augment, binding_deps
+from .program_regions import _sources, augment, binding_deps
 
 __all__ = ["activation_traffic", "tensor_bytes"]
 

@@ -161,7 +161,7 @@ def _fold(mod):
 
 def parallel_kernels(kernels):
     """A transform of an op's lowered module: the database's parallel kernels, as tuned (what
-    :mod:`~tvm_ios.kernels.slicing` cuts across vEUs); the rest as TVM lowered them."""
+    :mod:`~tvm_ios.kernels.cpu.slicing` cuts across vEUs); the rest as TVM lowered them."""
 
     def transform(mod):
         if kernels is None or not kernels.has("parallel"):

@@ -5,7 +5,7 @@ a barrier can keep the vEU it waits for from ever being scheduled (the open dead
 NNFusion). The count comes from the per-SM limits (threads, registers, shared memory with
 the 1 KB the driver reserves per block, blocks) of the most demanding rTask, times the
 number of SMs. Presets hold the published figures of one GPU per architecture (sm_80, 86,
-89, 90); on a real device :mod:`tvm_ios.kernels.residency` reads the driver's own numbers.
+89, 90); on a real device :mod:`tvm_ios.kernels.gpu.residency` reads the driver's own numbers.
 On a CPU a vEU is a worker of TVM's thread pool, so the limit is the pool size.
 """
 from __future__ import annotations
@@ -44,7 +44,7 @@ class VDevice:
     reserved_smem_per_block : int
         Shared memory the driver keeps for itself per resident block (1 KB since sm_80).
     cost_device : str
-        The analytical device (:mod:`tvm_ios.cost.devices`) that estimates rTask times.
+        The analytical device (:mod:`tvm_ios.hardware`) that estimates rTask times.
     """
 
     name: str

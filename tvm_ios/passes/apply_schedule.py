@@ -20,7 +20,7 @@ from ..graph.extract import Extraction, extract
 from ..schedule.baselines import sequential_schedule
 from ..schedule.schedule import Schedule, ScheduleError
 from ..schedule.validate import validate_schedule
-from ._stage_rewriter import StageRewriter, emission_plan
+from .stage_rewriter import StageRewriter, emission_plan
 
 __all__ = ["ApplySchedule", "schedule_of", "apply_to_function", "SCHEDULE_ATTR"]
 

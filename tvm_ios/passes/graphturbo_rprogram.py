@@ -21,9 +21,9 @@ from .. import _tvm
 from ..graph.extract import extract
 from ..graphturbo.hwspec import get_hw
 from ..kernels.instance_policy import INSTANCE_PROGRAM_OPS
-from ..kernels.regions import augment
+from ..kernels.program_regions import augment
 from ..kernels.traffic import activation_traffic
-from . import _graphturbo_attr
+from . import graphturbo_attr as _graphturbo_attr
 from .group_subgraphs import GroupSubgraphs
 from .order_instances import OrderInstances
 from .rprogram_pass import RProgramPass

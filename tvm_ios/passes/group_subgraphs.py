@@ -15,7 +15,7 @@ from ..graphturbo.grouping import group_subgraphs
 from ..graphturbo.hwspec import get_hw
 from ..graphturbo.layers import layer_graph
 from ..graphturbo.splitinfo import SGContext
-from . import _graphturbo_attr
+from . import graphturbo_attr as _graphturbo_attr
 
 __all__ = ["GroupSubgraphs"]
 

@@ -46,7 +46,7 @@ def replays_last_run(transform_module):
 def _untuned(graph, kernels) -> list:
     """The anchors of ``graph``'s kernels ``kernels`` has no tuned record of, built as builds
     take it (in the database's layout); the last graph's kept for the next guard."""
-    from ..kernels.cover import untuned_anchors  # noqa: PLC0415
+    from ..tuning.coverage import untuned_anchors  # noqa: PLC0415
     from ..kernels.tuned_build import apply_kernels  # noqa: PLC0415
     from .blocked_layout import in_layout  # noqa: PLC0415
 

@@ -12,8 +12,8 @@ import logging
 from tvm import relax
 
 from .. import _tvm
-from . import _graphturbo_attr
-from ._instance_emitter import instance_tag
+from . import graphturbo_attr as _graphturbo_attr
+from .instance_emitter import instance_tag
 
 __all__ = ["OrderInstances"]
 

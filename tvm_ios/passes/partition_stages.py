@@ -10,7 +10,7 @@ the inputs of stage i + 1, in definition order. The original function is
 rewritten to call the stages in order, so the module computes exactly what it computed
 before (checked by running both); a pipeline executor compiles each stage function on its
 own (see :func:`stage_module`). Cuts are chosen by the pipeline schedulers
-(:mod:`tvm_ios.pipelines`), usually at layer boundaries (:func:`layer_cuts`).
+(:mod:`tvm_ios.pipelining`), usually at layer boundaries (:func:`layer_cuts`).
 """
 from __future__ import annotations
 

@@ -30,9 +30,9 @@ from ..kernels.tvm_kernels import UnsupportedKernel
 from ..schedule.ios import ios_schedule
 from ..schedule.schedule import Schedule, ScheduleError
 from ..schedule.validate import validate_schedule
-from ..kernels.regions import MAX_PROGRAM_OPS, augment, binding_deps, plan_regions
+from ..kernels.program_regions import MAX_PROGRAM_OPS, augment, binding_deps, plan_regions
 from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND
-from ._rprogram_backends import default_cost_model, make_backend
+from .rprogram_backends import default_cost_model, make_backend
 from .apply_schedule import record_schedule, schedule_of
 
 __all__ = ["RProgramPass", "POLICIES"]
@@ -64,7 +64,7 @@ class RProgramPass:
         OpenCL target; compile the result with ``tvm.compile`` for that target. Default: the
         current target (``with target:`` around the pass or ``tvm.compile``), else ``llvm``.
     max_ops : int, optional
-        Most ops of one wavefront rProgram (default :data:`~tvm_ios.kernels.regions.
+        Most ops of one wavefront rProgram (default :data:`~tvm_ios.kernels.program_regions.
         MAX_PROGRAM_OPS`; None: unbounded).
     wait_bound : int
         Polls of one awaited step before a vEU gives up with a BoundedWaitError.
@@ -146,7 +146,7 @@ class RProgramPass:
         bindings = list(ext.func.body.blocks[ext.block_index].bindings)
         rops = self.backend.rops(graph, members, bindings)
         if self.policy == "instances":  # GraphTurbo instances as rTasks
-            from ._instance_regions import plan_instance_items  # noqa: PLC0415
+            from .instance_regions import plan_instance_items  # noqa: PLC0415
 
             return plan_instance_items(mod, ext, graph, members, rops, self.backend,
                                        self.func_name, self.max_ops)

@@ -18,8 +18,8 @@ from ..graphturbo.hwspec import HardwareSpec, get_hw
 from ..graphturbo.layers import layer_graph
 from ..graphturbo.plan import plan_graph
 from ..graphturbo.splitinfo import SGContext
-from . import _graphturbo_attr
-from ._instance_emitter import InstanceEmitter, sg_masks
+from . import graphturbo_attr as _graphturbo_attr
+from .instance_emitter import InstanceEmitter, sg_masks
 
 __all__ = ["SplitInstances"]
 

@@ -1,8 +1,8 @@
 """Reaching devices through TVM's RPC tracker: the address, the check that it answers, and
 the inputs a remote run needs.
 
-Below the measured cost models (:mod:`tvm_ios.cost.measure`) and kernel tuning
-(:mod:`tvm_ios.kernels.tuning`), which both time on RPC servers found through a tracker
+Below the measured cost models (:mod:`tvm_ios.cost.stage_timing`) and kernel tuning
+(:mod:`tvm_ios.tuning.search`), which both time on RPC servers found through a tracker
 (``python -m tvm.exec.rpc_tracker`` / ``python -m tvm.exec.rpc_server --key K``).
 """
 from __future__ import annotations

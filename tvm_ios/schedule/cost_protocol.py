@@ -14,7 +14,7 @@ of many stages at once: ``stages`` is an int array ``(stages, groups, ops)`` of 
 padded with -1 (a group's ops ascending, groups by their first op). The scheduler uses it
 when present and calls ``stage_latency`` stage by stage otherwise; both must agree.
 
-The protocol lives with the scheduler that needs it; :mod:`tvm_ios.cost.base` re-exports
+The protocol lives with the scheduler that needs it; :mod:`tvm_ios.cost.pricing` re-exports
 it for the cost models.
 """
 from __future__ import annotations
