@@ -1,19 +1,23 @@
-"""Benchmark report (not a test): docs/reliability.md from fuzzing campaigns and fault runs.
+"""Benchmark report (not a test): fuzzing campaigns run and written with their provenance,
+and docs/reliability.md rendered from them.
 
-Reads the JSON of one or more ``tvm-ios fuzz --json`` campaigns (random CNNs tried per
-pipeline, mismatches and crashes, wall time), a findings file (bugs the fuzzer found: what,
-where, fixed or open, the test that guards it) and, when present, a bad-inputs/faults file
-other runs write (``{"bad_inputs": [{"input", "answer", "exit"}], "faults": [{"fault",
-"survived"}]}``), and writes the markdown page::
+Each ``--campaign SEEDS:PIPELINE,PIPELINE...`` is run here (``tvm_ios.testing.fuzz``: random
+CNNs through each pipeline against TVM's default build, each failure shrunk); all of them go
+to ``benchmarks/results/fuzz.json`` with the provenance of this run, together with the
+findings (bugs the fuzzer found: what, where, fixed or open, the test that guards it;
+``benchmarks/data/fuzz_findings.json``), and the page is rendered from that file
+(``--render`` alone re-renders it)::
 
-    PYTHONPATH=. python benchmarks/fuzz.py --campaign /tmp/fuzz100.json \\
-        --findings benchmarks/results/fuzz_findings.json --doc docs/reliability.md
+    python benchmarks/fuzz.py --campaign 100:ios,ios-stages,ios-rprogram \\
+        --campaign 50:ios-wavefront,ios-stages:device=v100,ios-graphturbo
 """
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _campaign_rows(campaigns: list) -> list[str]:
@@ -77,19 +81,37 @@ def render(campaigns: list, findings: list, faults: dict | None) -> str:
     return "\n".join(lines)
 
 
+def _run(spec: str, out_dir: str | None) -> dict:
+    from tvm_ios.cli.fuzz import _pipelines  # (the CLI's reading of NAME:k=v pipelines)
+    from tvm_ios.testing.fuzz import run_campaign
+
+    seeds, _, pipelines = spec.partition(":")
+    return run_campaign(range(int(seeds)), _pipelines(pipelines), out_dir)
+
+
 def main(argv=None) -> int:
-    """Render the page."""
+    """Run the campaigns (if any), write the results file, render the page."""
+    from tvm_ios.bench.provenance import provenance, write_results
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--campaign", action="append", default=[], help="tvm-ios fuzz --json")
-    parser.add_argument("--findings", default=None, help="JSON list of bugs found")
+    parser.add_argument("--campaign", action="append", default=[],
+                        help="SEEDS:PIPELINE,... to run (repeatable)")
+    parser.add_argument("--findings", default=str(ROOT / "benchmarks/data/fuzz_findings.json"))
     parser.add_argument("--faults", default=None, help="JSON of bad inputs and faults")
-    parser.add_argument("--doc", default="docs/reliability.md")
+    parser.add_argument("--results", default=str(ROOT / "benchmarks/results/fuzz.json"))
+    parser.add_argument("--reproducers", default=None, help="write failures' reproducers here")
+    parser.add_argument("--doc", default=str(ROOT / "docs/reliability.md"))
     args = parser.parse_args(argv)
-    campaigns = [json.loads(Path(p).read_text()) for p in args.campaign]
-    findings = json.loads(Path(args.findings).read_text()) if args.findings else []
+    started = provenance(None if argv is None else ["benchmarks/fuzz.py", *argv])
+    if args.campaign:
+        campaigns = [_run(spec, args.reproducers) for spec in args.campaign]
+        findings = json.loads(Path(args.findings).read_text()) if args.findings else []
+        write_results(args.results, {"campaigns": campaigns, "findings": findings}, started)
+        print(f"wrote {args.results}")
+    data = json.loads(Path(args.results).read_text())["results"]
     faults = (json.loads(Path(args.faults).read_text())
               if args.faults and Path(args.faults).exists() else None)
-    Path(args.doc).write_text(render(campaigns, findings, faults))
+    Path(args.doc).write_text(render(data["campaigns"], data["findings"], faults))
     print(f"wrote {args.doc}")
     return 0
 

@@ -1,7 +1,8 @@
 """Shared pytest configuration: markers, device detection and small Relax fixtures.
 
 Markers: ``slow`` (full-size models, long builds; deselect with ``-m "not slow"``),
-``gpu`` (needs a CUDA device; skipped where none is present) and ``torch`` (needs PyTorch,
+``gpu`` (needs a CUDA device; skipped where none is present, failed instead where
+``TVM_IOS_REQUIRE_GPU=1``) and ``torch`` (needs PyTorch,
 which the ``test`` extra does not install: its modules skip, naming the install, unless
 ``TVM_IOS_REQUIRE_TORCH=1`` says this is the torch tier, where a missing torch stops the run).
 """
@@ -11,6 +12,9 @@ import os
 import numpy as np
 import pytest
 from tvm import relax
+
+#: Set to 1 on a GPU host: tests marked ``gpu`` fail, not skip, when no GPU is found.
+REQUIRE_GPU_ENV = "TVM_IOS_REQUIRE_GPU"
 
 
 def _has_cuda() -> bool:
@@ -37,12 +41,26 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    if _has_cuda():
+    """Tests marked ``gpu`` skip without a CUDA GPU, or fail where ``TVM_IOS_REQUIRE_GPU=1``
+    says this run is on a GPU host (so that a GPU run cannot pass having run nothing). The
+    marker is read with ``get_closest_marker``: ``item.keywords`` also holds the names of
+    the directories above the test (a checkout named ``gpu`` would match)."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu_items or _has_cuda():
         return
-    skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    if os.environ.get(REQUIRE_GPU_ENV) == "1":
+        return  # pytest_runtest_setup fails them
+    for item in gpu_items:
+        item.add_marker(pytest.mark.skip(reason="no CUDA GPU on this machine"))
+
+
+def pytest_runtest_setup(item):
+    """A test marked ``gpu`` fails in its setup where TVM_IOS_REQUIRE_GPU=1 and no GPU is
+    found."""
+    if (item.get_closest_marker("gpu") is not None
+            and os.environ.get(REQUIRE_GPU_ENV) == "1" and not _has_cuda()):
+        pytest.fail(f"{REQUIRE_GPU_ENV}=1 but no CUDA GPU is found (tvm.cuda(0) does not "
+                    "exist; check nvidia-smi and that TVM's CUDA runtime loads)")
 
 
 @pytest.fixture(autouse=True)

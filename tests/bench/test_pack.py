@@ -8,6 +8,7 @@ import tarfile
 import pytest
 
 from tvm_ios.bench import pack
+from tvm_ios.bench.isolated import read_results
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +43,10 @@ def test_unpacked_pack_runs_its_artifacts(packed, tmp_path):
     proc = subprocess.run(["sh", str(root / "run.sh"), "--repeat", "2", "--warmup", "1"],
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
-    (result,) = json.loads((root / "results.json").read_text())
-    assert result["status"] == "ok"
+    provenance, records = read_results(root / "results.jsonl")
+    assert provenance["pack_commit"] == json.loads((root / "pack.json").read_text())["commit"]
+    assert [(r["phase"], r["status"]) for r in records] == [("check", "ok"), ("time", "ok")]
+    result = records[-1]
     assert result["versions"]["tvm_path"] == str(root / "site" / "tvm")
     assert result["versions"]["runtime_only"]
 
@@ -89,5 +92,5 @@ def test_pack_for_python312_runs_on_a_bare_python312(llvm_artifact, tmp_path):
                           env=dict(env, PYTHON=python), capture_output=True, text=True,
                           timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
-    (result,) = json.loads((tmp_path / "pack" / "results.json").read_text())
+    result = read_results(tmp_path / "pack" / "results.jsonl")[1][-1]
     assert result["status"] == "ok" and result["versions"]["python"].startswith("3.12")

@@ -20,7 +20,7 @@ from tvm_ios.cli.bench_torch import main
 def squeezenet_artifact(tmp_path_factory):
     size = models.min_image_size("squeezenet")
     mod, params = models.get("squeezenet", batch_size=2, image_size=size)
-    out = tmp_path_factory.mktemp("torch") / "squeezenet"
+    out = tmp_path_factory.mktemp("torch") / "squeezenet-default"  # run.sh: *default
     build_artifact(mod, params, out, model="squeezenet", batch=2, target="llvm",
                    net=models.net("squeezenet", image_size=size, batch_size=2))
     return out

@@ -10,6 +10,7 @@ Weights and input travel as recipes (:mod:`tvm_ios.bench.tensors`).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import logging
@@ -32,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 #: Variants a build can produce: TVM's default build, IOS stages run one kernel at a time,
 #: and the rProgram engine (each concurrent stage one persistent kernel).
-VARIANTS = ("tvm-default", "ios-sequential", "ios-rprogram")
+VARIANTS = ("tvm-default", "ios-sequential", "ios-rprogram", "ios-graphturbo")
 LIBRARY, REFERENCE, KERNELS, NET = "model.so", "reference.npz", "kernels.fatbin", "net.json"
 
 
@@ -66,10 +67,15 @@ def _recipes(inputs, weights, params, seed):
     return input_recipes, weight_recipes
 
 
-def _apply_variant(mod, variant: str, target, ios_options: dict):
-    """Rewrite ``mod`` for ``variant``; returns (module, schedule JSON or None)."""
+def _apply_variant(mod, variant: str, target, ios_options: dict, checks: bool = True):
+    """Rewrite ``mod`` for ``variant``; returns (module, schedule JSON or None). Without
+    ``checks`` an rProgram build carries no per-call bounded-wait check (a timing build)."""
     if variant == "tvm-default":
         return mod, None
+    if variant == "ios-graphturbo":  # GraphTurbo's instances as rTasks of rPrograms
+        from ..passes.graphturbo_rprogram import GraphTurboRProgramPass
+
+        return GraphTurboRProgramPass(target=target)(mod), None
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     from ..cost.analytical import AnalyticalCostModel
@@ -86,7 +92,7 @@ def _apply_variant(mod, variant: str, target, ios_options: dict):
         from ..passes.rprogram_pass import RProgramPass
 
         rewritten = RProgramPass(options.get("policy", "ios"), cost_model=cost_model,
-                                 target=target, kernels=kernels)(mod)
+                                 target=target, kernels=kernels, check_waits=checks)(mod)
     else:
         from ..passes.ios_pass import IOSPass
 
@@ -155,7 +161,8 @@ def _versions() -> dict:
 
 def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target="llvm",
                    variant: str = "tvm-default", ios_options: dict | None = None,
-                   seed: int = 0, tolerance: dict | None = None, net=None) -> Manifest:
+                   seed: int = 0, tolerance: dict | None = None, net=None,
+                   checks: bool = True, pass_config: dict | None = None) -> Manifest:
     """Build ``mod`` for ``target`` and write a benchmark artifact into ``out_dir``.
 
     Parameters
@@ -182,6 +189,13 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
     net : Net, optional
         The zoo definition ``mod`` was emitted from; stored as ``net.json`` so that the
         PyTorch baselines rebuild the same model on the GPU host.
+    checks : bool
+        Keep the per-call checks (an rProgram's bounded-wait record, read after each call:
+        take/equal launches, a host copy and a callback): a correctness build. False: a
+        timing build without them. Recorded as ``flags["checks"]``.
+    pass_config : dict, optional
+        TVM PassContext options of the compile (``{"relax.backend.use_cuda_graph": True}``:
+        TVM's CUDA graph build); recorded as ``flags["pass_config"]``.
 
     Returns
     -------
@@ -197,9 +211,12 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
     ios_options = dict(ios_options or {})
     if variant in ("ios-sequential", "ios-rprogram"):
         ios_options.setdefault("device", "h100" if target.kind.name == "cuda" else "cpu")
-    rewritten, schedule = _apply_variant(mod, variant, target, ios_options)
+    rewritten, schedule = _apply_variant(mod, variant, target, ios_options, checks)
     logger.info("compiling %s (%s, batch %d) for %s", model, variant, batch, target.kind.name)
-    executable = _tvm.compile_module(rewritten, target)
+    context = _tvm.tvm.transform.PassContext(config=dict(pass_config)) if pass_config \
+        else contextlib.nullcontext()
+    with context:
+        executable = _tvm.compile_module(rewritten, target)
     executable.export_library(str(out / LIBRARY))
     kernels, kernel_files = _compile_kernels(executable, target, out)
     same = variant == "tvm-default" and target.kind.name == "llvm"
@@ -214,7 +231,8 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
         target_kind=target.kind.name, arch=str(target.attrs.get("arch", "") or ""),
         versions=_versions(), created=datetime.datetime.now(datetime.timezone.utc)
         .isoformat(timespec="seconds"),
-        flags={"pipeline": "default", "ios_options": ios_options, "seed": seed},
+        flags={"pipeline": "default", "ios_options": ios_options, "seed": seed,
+               "checks": bool(checks), "pass_config": dict(pass_config or {})},
         schedule=schedule,
         files={role: {"name": name, "sha256": sha256_file(out / name)}
                for role, name in files.items()},

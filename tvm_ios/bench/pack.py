@@ -5,12 +5,14 @@ The pack is one ``.tar.gz`` with ``site/`` (the ``tvm`` package without
 for the host's Python and ``typing_extensions``, the few runtime-only modules of ``tvm_ios``
 and the plain-data zoo definitions with their PyTorch emitter, optionally
 ``libcudart`` and further wheels such as numpy), ``artifacts/`` and ``run.sh``. On the
-host: ``tar xzf pack.tar.gz && sh pack/run.sh`` runs every artifact and writes
-``pack/results.json``. The whole must stay under :data:`LIMIT_BYTES` (64 MiB).
+host: ``tar xzf pack.tar.gz && sh pack/run.sh`` checks then times every artifact, each in
+its own process, appending to ``pack/results.jsonl`` (:mod:`tvm_ios.bench.isolated`);
+``pack.json`` records the commit the pack was built at. The whole must stay under :data:`LIMIT_BYTES` (64 MiB).
 """
 from __future__ import annotations
 
 import glob
+import json
 import logging
 import os
 import re
@@ -34,7 +36,9 @@ FFI_PIN = "apache-tvm-ffi==0.1.14.post1"
 RUNTIME_MODULES = ("__init__.py", "cli/__init__.py", "cli/bench_run.py", "bench/__init__.py",
                    "bench/manifest.py", "bench/tensors.py", "bench/run.py",
                    "bench/torch_baselines.py", "cli/bench_torch.py",
-                   "models/torch_emit.py", "runtime/__init__.py", "runtime/outputs.py")
+                   "models/torch_emit.py", "runtime/__init__.py", "runtime/outputs.py",
+                   "runtime/vm_checks.py", "bench/isolated.py", "bench/provenance.py",
+                   "cli/bench_all.py")
 #: The zoo's plain-data definitions, for the PyTorch baselines (packed when present).
 ZOO_MODULES = ("models/netdef.py", "models/layers.py", "models/shapes.py")
 # The zoo package's own __init__ emits Relax (needs the compiler); the pack gets this one.
@@ -44,18 +48,22 @@ _TVM_SKIP_DIRS = {"3rdparty", "src", "include", "web", "__pycache__"}
 _TVM_SKIP_FILES = {"libtvm_compiler.so"}
 _FFI_SKIP_DIRS = {"include", "src", "3rdparty", "cython", "stub", "__pycache__"}
 _RUN_SH = """#!/bin/sh
-# Run every artifact of this pack with TVM's runtime only; results in results.json.
+# Check, then time, every artifact of this pack with TVM's runtime only, one process each;
+# results appended to results.jsonl as each finishes (a killed run keeps them).
 HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE" || exit 1  # nothing in the caller's directory may shadow the packed modules
 export PYTHONPATH="$HERE/site${PYTHONPATH:+:$PYTHONPATH}"
 export TVM_USE_RUNTIME_LIB=1 TVM_DEVICE_BACKEND_AUTOLOAD=0
-"${PYTHON:-python3}" -m tvm_ios.cli.bench_run "$HERE"/artifacts/* --json "$HERE/results.json" "$@"
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi
+"${PYTHON:-python3}" -m tvm_ios.cli.bench_all "$HERE"/artifacts/* \
+  --results "$HERE/results.jsonl" --timeout-s "${STEP_TIMEOUT_S:-120}" "$@"
 status=$?
-# PyTorch baselines on the host's own PyTorch, for artifacts of zoo models (net.json).
-ZOO=$(ls "$HERE"/artifacts/*/net.json 2>/dev/null | xargs -r -n1 dirname)
+# PyTorch baselines (eager and CUDA graphs unless TORCH_MODES says) on the host's own
+# PyTorch, once per zoo model: its TVM default artifact's net.json and weights.
+ZOO=$(ls "$HERE"/artifacts/*default/net.json 2>/dev/null | xargs -r -n1 dirname)
 if [ -n "$ZOO" ] && "${PYTHON:-python3}" -c "import torch" 2>/dev/null; then
-  "${PYTHON:-python3}" -m tvm_ios.cli.bench_torch $ZOO \
-    --json "$HERE/torch_results.json" ${TORCH_MODES:+--modes $TORCH_MODES}
+  timeout "${TORCH_TIMEOUT_S:-300}" "${PYTHON:-python3}" -m tvm_ios.cli.bench_torch $ZOO \\
+    --json "$HERE/torch_results.json" --modes ${TORCH_MODES:-eager cuda-graph}
 fi
 exit $status
 """
@@ -159,13 +167,22 @@ def _copy_tvm_ios(site: Path) -> None:
     (site / "tvm_ios" / "models" / "__init__.py").write_text(_MODELS_INIT)
 
 
+def _pack_info(artifacts) -> dict:
+    """What the pack was built from: the commit (and tree state) and the artifacts."""
+    from .provenance import provenance
+
+    made = provenance()
+    return {"commit": made["commit"], "dirty": made["dirty"], "date": made["date"],
+            "versions": made["versions"], "artifacts": [Path(a).name for a in artifacts]}
+
+
 def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def build_pack(output: str | Path, artifacts: list, *, ffi_wheel=None, extra_wheels=(),
                cudart: str | Path | None = None, tvm_dir=None,
-               limit: int = LIMIT_BYTES) -> dict:
+               limit: int = LIMIT_BYTES, info: dict | None = None) -> dict:
     """Write the pack ``output`` (a ``.tar.gz``); returns its size and content summary.
 
     Parameters
@@ -183,6 +200,8 @@ def build_pack(output: str | Path, artifacts: list, *, ffi_wheel=None, extra_whe
         A ``libcudart.so.13`` to ship in ``site/tvm/lib``.
     limit : int
         Refuse (``PackTooLarge``) when the archive is larger.
+    info : dict, optional
+        Further entries of ``pack.json`` (e.g. each artifact's build time).
     """
     output = Path(output)
     with tempfile.TemporaryDirectory() as tmp:
@@ -198,6 +217,7 @@ def build_pack(output: str | Path, artifacts: list, *, ffi_wheel=None, extra_whe
             shutil.copy2(cudart, site / "tvm" / "lib" / Path(cudart).name)
         for artifact in artifacts:
             shutil.copytree(artifact, root / "artifacts" / Path(artifact).name)
+        (root / "pack.json").write_text(json.dumps(dict(_pack_info(artifacts), **(info or {})), indent=1))
         (root / "run.sh").write_text(_RUN_SH)
         (root / "run.sh").chmod(0o755)
         summary = {"site_bytes": _size(site), "artifact_bytes": _size(root / "artifacts")}

@@ -18,11 +18,13 @@ import logging
 import os
 import statistics
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ..runtime import vm_checks
 from ..runtime.outputs import flatten_outputs
 from . import tensors
 from .manifest import Manifest, check_arch, check_tvm_version, sha256_bytes
@@ -63,6 +65,8 @@ class BenchResult:
         if self.status != "ok":
             return (f"{head}: REFERENCE MISMATCH, {check}; no latency reported, "
                     "the build computes something else")
+        if not self.repeats_ms:
+            return f"{head}: matches the reference, {check} (not timed)"
         spread = f"min {min(self.repeats_ms):.4f}, max {max(self.repeats_ms):.4f}"
         return (f"{head}: median {self.latency_ms:.4f} ms over {len(self.repeats_ms)} "
                 f"repeats ({spread}); {check}")
@@ -202,8 +206,11 @@ def _time(vm, tvm, device, manifest, weights, settings) -> list[float]:
 
 
 def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int = 50,
-                   number: int = 1, min_repeat_ms: int = 10, rotate: int = 4) -> BenchResult:
-    """Check an artifact against its reference and time it (see the module docstring).
+                   number: int = 1, min_repeat_ms: int = 10, rotate: int = 4,
+                   time_it: bool = True) -> BenchResult:
+    """Check an artifact against its reference and time it (see the module docstring);
+    with ``time_it`` False only check it (``settings["check_ms"]``: that one call's wall
+    time).
 
     Raises ``ManifestError`` for a malformed artifact, ``ArtifactMismatch`` for one built
     for another TVM version or GPU architecture, ``CudaRuntimeMissing`` without a GPU.
@@ -217,6 +224,7 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
     name, arch = _device_info(tvm, device, manifest.target_kind)
     check_arch(manifest, arch)
     install_kernels(manifest, directory)
+    vm_checks.register()  # relax.run.assert_op of the rProgram checks, without the compiler
     from tvm.runtime.vm import VirtualMachine
 
     vm = VirtualMachine(tvm.runtime.load_module(str(directory / manifest.files["library"]
@@ -225,16 +233,21 @@ def bench_artifact(directory, device_id: int = 0, warmup: int = 10, repeat: int 
                for s in manifest.params}
     arrays = dict(weights, **{s["name"]: tvm.runtime.tensor(tensors.materialize(s), device)
                               for s in manifest.inputs})
+    started = time.perf_counter()
     err, bound, ok = check_outputs(manifest, directory, flatten_outputs(vm["main"](
         *_ordered_args(manifest, arrays))))
     settings = {"warmup": warmup, "repeat": repeat, "number": number,
-                "min_repeat_ms": min_repeat_ms, "rotate": max(1, rotate)}
+                "min_repeat_ms": min_repeat_ms, "rotate": max(1, rotate),
+                "check_ms": (time.perf_counter() - started) * 1e3,
+                "checks": manifest.flags.get("checks", True)}
     result = BenchResult(manifest.model, manifest.batch, manifest.variant, name,
                          "ok" if ok else "mismatch", err, bound, settings=settings,
                          versions=_runtime_versions(tvm, manifest))
     if not ok:
         logger.error("%s: output differs from the reference (max abs error %.3g > %.3g)",
                      directory, err, bound)
+        return result
+    if not time_it:
         return result
     result.repeats_ms = _time(vm, tvm, device, manifest, weights, settings)
     result.latency_ms = statistics.median(result.repeats_ms)

@@ -1,7 +1,8 @@
 """The benchmark table: every column measured side by side in one run, or "not measured".
 
 ``python -m tvm_ios.cli.bench_table RESULTS.json... -o docs/benchmarks.md`` reads the JSON lists
-``tvm-ios bench-run --json`` and ``python -m tvm_ios.cli.bench_torch --json`` write and
+``tvm-ios bench-run --json`` and ``python -m tvm_ios.cli.bench_torch --json`` write, or the
+JSON lines of the GPU pack's ``results.jsonl`` (:mod:`tvm_ios.bench.isolated`), and
 renders one Markdown table: per model and batch, the median latency of each column and the
 ratio of the best baseline (PyTorch modes, TVM's default build) to the best tvm-ios column.
 A cell with no valid measurement says ``not measured`` (or ``mismatch`` when the output
@@ -23,11 +24,14 @@ logger = logging.getLogger(__name__)
 COLUMNS = (("torch-eager", "PyTorch eager"), ("torch-cuda-graph", "CUDA graphs"),
            ("torch-compile", "torch.compile"),
            ("torch-compile-max-autotune", "torch.compile max-autotune"),
-           ("tvm-default", "TVM default"), ("ios-sequential", "tvm-ios stages"),
-           ("ios-rprogram", "tvm-ios rProgram"))
+           ("tvm-default", "TVM default"), ("tvm-cudagraph", "TVM CUDA graph"),
+           ("ios-sequential", "tvm-ios stages"), ("ios-rprogram", "tvm-ios rProgram"),
+           ("ios-wavefront", "tvm-ios wavefront"), ("ios-graphturbo", "tvm-ios GraphTurbo"))
 BASELINES = ("torch-eager", "torch-cuda-graph", "torch-compile", "torch-compile-max-autotune",
-             "tvm-default")
-OURS = ("ios-sequential", "ios-rprogram")
+             "tvm-default", "tvm-cudagraph")
+OURS = ("ios-sequential", "ios-rprogram", "ios-wavefront", "ios-graphturbo")
+#: Variant names of the GPU pack (:mod:`tvm_ios.bench.gpu_pack`) -> their column.
+ALIASES = {"ios-stages": "ios-sequential"}
 MODELS = ("inception_v3", "squeezenet", "nasnet_a", "randwire", "resnext29")
 BATCHES = (1, 16)
 NOT_MEASURED = "not measured"
@@ -73,9 +77,12 @@ def collect(rows: list[dict]) -> tuple[dict, dict]:
     """
     figures, meta = {}, {"devices": set(), "versions": set()}
     for row in rows:
-        key = (row.get("model"), row.get("batch"), row.get("variant"))
-        if row.get("status") == "mismatch":
-            figures.setdefault(key, "mismatch")
+        if "provenance" in row:  # the first line of a bench_all results file
+            continue
+        variant = ALIASES.get(row.get("variant"), row.get("variant"))
+        key = (row.get("model"), row.get("batch"), variant)
+        if row.get("status") in ("mismatch", "timeout", "error", "crashed"):
+            figures.setdefault(key, row["status"])
         elif row.get("status") == "ok" and row.get("latency_ms") is not None:
             figures[key] = float(row["latency_ms"])
             meta["devices"].add(row["device"])
@@ -114,8 +121,10 @@ def render(figures: dict, meta: dict, date: str | None = None,
              "baseline (PyTorch modes, TVM default) divided by the best tvm-ios column.", "",
              "| model | batch | " + " | ".join(h for _, h in COLUMNS) + " | best baseline / "
              "tvm-ios |", "|" + " --- |" * (len(COLUMNS) + 3)]
-    for model in MODELS:
-        for batch in BATCHES:
+    extra = sorted({(m, b) for m, b, _ in figures if m not in MODELS or b not in BATCHES},
+                   key=str)
+    for model, batches in [(m, BATCHES) for m in MODELS] + [(m, (b,)) for m, b in extra]:
+        for batch in batches:
             cells = [_cell(figures.get((model, batch, v))) for v, _ in COLUMNS]
             lines.append(f"| {model} | {batch} | " + " | ".join(cells) + " | "
                          + _ratio(figures, model, batch) + " |")
@@ -130,7 +139,9 @@ def render(figures: dict, meta: dict, date: str | None = None,
 
 def bar_chart(figures: dict, path: str | Path) -> Path | None:
     """A grouped bar chart of the measured cells; None (nothing written) when none is."""
-    measured = [(m, b) for m in MODELS for b in BATCHES
+    keys = [(m, b) for m in MODELS for b in BATCHES] + sorted(
+        {(m, b) for m, b, _ in figures if m not in MODELS or b not in BATCHES}, key=str)
+    measured = [(m, b) for m, b in keys
                 if any(isinstance(figures.get((m, b, v)), float) for v, _ in COLUMNS)]
     if not measured:
         return None

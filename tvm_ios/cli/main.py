@@ -18,7 +18,7 @@ __all__ = ["main", "COMMANDS", "EXTRAS"]
 #: Subcommand modules under ``tvm_ios.cli``, in the order ``--help`` lists them.
 COMMANDS = ("schedule", "run", "compile", "stats", "tune", "tune_kernels", "codegen", "pipeline",
             "graphturbo", "build", "fuzz",
-            "bench_run")
+            "bench_run", "bench_table", "gpu_pack")
 
 #: Optional modules -> the extra of setup.py that installs them (named when one is missing).
 EXTRAS = {"cloudpickle": "tune", "psutil": "tune", "tornado": "tune", "xgboost": "tune",

@@ -34,7 +34,7 @@ from tvm import relax
 
 from .. import _tvm
 from ..cost.analytical import AnalyticalCostModel
-from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND
+from ..kernels.bounded_wait import DEFAULT_WAIT_BOUND, wait_us
 from ..kernels.cpu.codegen import CPUBackendError, build_cpu_primfunc, sliced_ops
 from ..kernels.roperator import SLICES, cut_into_slices, estimate_roperators
 from ..kernels.cpu.slicing import sliceable
@@ -168,6 +168,10 @@ class GPUBackend:
             raise ValueError("RProgramPass: num_veus sets the CPU vDevice; on a GPU the "
                              "policy sizes each program within the device's occupancy")
         self.target, self.kind, self.wait_bound = target, target.kind.name, wait_bound
+        self.wait_unit = "polls"
+        if self.kind == "cuda":  # a time: microseconds of %globaltimer ($TVM_IOS_WAIT_US)
+            self.wait_unit = "us"
+            self.wait_bound = wait_us() if wait_bound == DEFAULT_WAIT_BOUND else wait_bound
         self.vdevice = target_vdevice(target)
         self.device = self.vdevice.cost_device
         self.gpu: dict = {}
@@ -228,7 +232,8 @@ class GPUBackend:
         ok = builder.emit_output(relax.op.equal(word(ws.error), relax.const(0, "int32")))
         record = [builder.emit_output(word(i)) for i in (ws.waiter, ws.awaited, ws.step)]
         text = (f"rProgram {kernel.program.name}: vEU {{}} waited past its bound "
-                f"({self.wait_bound} polls) for vEU {{}} to reach step {{}}; the program was "
+                f"({self.wait_bound} {self.wait_unit}) for vEU {{}} to reach step {{}}; the "
+                "program was "
                 "abandoned (are all its vEUs resident on this GPU at once?)")
         return relax.op.assert_op(ok, record, text)
 

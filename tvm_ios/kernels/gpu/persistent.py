@@ -5,7 +5,8 @@ entries; per entry kind, op, rTask index; per barrier a range of ``(vEU, step)``
 the kernel does not grow with the number of vEUs. Each block loops over its entries:
 
 * a barrier-rTask: its first threads poll one awaited step each (acquire), for at most
-  ``wait_bound`` polls; then a block barrier;
+  ``wait_bound`` microseconds of the GPU's ``%globaltimer`` on CUDA (polls on OpenCL);
+  then a block barrier;
 * a compute rTask: the op's TVM kernel body for that rTask index (masked to the rTask's
   threads, every barrier reached by all: :mod:`tvm_ios.kernels.gpu.rtask_mask`); then a block
   barrier and thread 0 publishes ``step[vEU] = k + 1`` (release).
@@ -101,6 +102,7 @@ class _Kernel:
         self.dst = tirx.decl_buffer((1,), "int32", "rp_poll", scope="local")
         self.err = tirx.decl_buffer((1,), "int32", "rp_err", scope="local")
         self.polls = tirx.decl_buffer((1,), "int32", "rp_polls", scope="local")
+        self.t0 = tirx.decl_buffer((1,), "uint64", "rp_wait_t0", scope="local")
         self.veu, self.tid = tirx.Var("blockIdx_x", "int32"), tirx.Var("threadIdx_x", "int32")
         self.e = tirx.Var("entry", "int32")
 
@@ -123,19 +125,33 @@ class _Kernel:
         won = self.sync.atomic_cas(self.word(i32(ws.error)), 0, 1) == i32(0)
         return tirx.IfThenElse(won, seq(stores + [self.sync.fence()]), None)
 
+    def _bound(self):
+        """The wait's start, its per-poll update and its test of the bound: on CUDA
+        ``config[0]`` microseconds of ``%globaltimer`` since the wait began, elsewhere
+        ``config[0]`` polls."""
+        bound = self.table("config", i32(0))
+        if self.sync.timed_wait:
+            t0, clock = self.t0, self.sync.clock_ns
+            over = (clock() - t0[0]) > tirx.Cast("uint64", bound) * tirx.const(1000, "uint64")
+            return tirx.BufferStore(t0, clock(), [i32(0)]), None, over
+        polls = self.polls
+        return (tirx.BufferStore(polls, i32(0), [i32(0)]),
+                tirx.BufferStore(polls, polls[0] + i32(1), [i32(0)]), polls[0] > bound)
+
     def bounded_poll(self, awaited, step):
-        """Poll ``step[awaited] >= step`` at most ``config[0]`` times, watching the record."""
-        sync, polls = self.sync, self.polls
+        """Poll ``step[awaited] >= step`` within the bound (:meth:`_bound`), watching the
+        record."""
+        sync = self.sync
+        start, count, over = self._bound()
         give_up = seq([self.record(awaited, step), self.abort()])
-        body = seq([
+        body = seq([s for s in (
             sync.poll(self.err, self.word(i32(self.ws.error))),
             tirx.IfThenElse(self.err[0] != i32(0), self.abort(), None),
-            tirx.BufferStore(polls, polls[0] + i32(1), [i32(0)]),
-            tirx.IfThenElse(polls[0] > self.table("config", i32(0)), give_up, None),
+            count,
+            tirx.IfThenElse(over, give_up, None),
             sync.pause(),
-            sync.poll(self.dst, self.word(awaited))])
-        return seq([tirx.BufferStore(polls, i32(0), [i32(0)]),
-                    sync.poll(self.dst, self.word(awaited)),
+            sync.poll(self.dst, self.word(awaited))) if s is not None])
+        return seq([start, sync.poll(self.dst, self.word(awaited)),
                     tirx.While(self.dst[0] < step, body)])
 
     def wait_entry(self):
@@ -230,8 +246,9 @@ def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inpu
     start, end = k.table("offsets", k.veu), k.table("offsets", k.veu + i32(1))
     loop = tirx.For(k.e, start, end - start, tirx.ForKind.SERIAL, entry)
     init = tirx.IfThenElse(k.tid == i32(0), tirx.BufferStore(k.ctl, i32(0), [i32(0)]), None)
+    bound = tirx.AllocBuffer(k.t0 if sync.timed_wait else k.polls)  # the wait's clock
     body = seq([tirx.AllocBuffer(k.smem), tirx.AllocBuffer(k.ctl), tirx.AllocBuffer(k.dst),
-                tirx.AllocBuffer(k.err), tirx.AllocBuffer(k.polls), *kept_allocs, init,
+                tirx.AllocBuffer(k.err), bound, *kept_allocs, init,
                 sync.block_barrier(), loop, sync.block_barrier(), k.reset()])
     body = sync.launch_bounds(body, -(-program.num_veus // vdevice.sms))
     body = launch("blockIdx.x", program.num_veus,

@@ -13,6 +13,7 @@ atomics            ``atomicAdd``, ``atomicCAS``           ``atomic_add``, ``atom
 fence              ``__threadfence()``                    ``mem_fence(CLK_GLOBAL_MEM_FENCE)``
 block barrier      ``__syncthreads()``                    ``barrier(CLK_LOCAL | CLK_GLOBAL)``
 pause in a poll    ``__nanosleep(64)``                    (none)
+wait bound         ``%globaltimer`` (microseconds)        a poll count (no clock to read)
 shared memory      ``shared.dyn`` (``extern __shared__``)  ``shared`` (``__local``, sized)
 launch             cooperative, ``__launch_bounds__``     (plain)
 =================  =====================================  ========================================
@@ -33,7 +34,7 @@ import logging
 from ... import _tvm
 from ..tir_util import i32 as _i32
 
-__all__ = ["CudaSync", "OpenCLSync", "sync_for", "GPU_KINDS"]
+__all__ = ["GLOBALTIMER", "GPU_KINDS", "CudaSync", "OpenCLSync", "sync_for"]
 
 logger = logging.getLogger(__name__)
 tirx, T = _tvm.tirx, _tvm.T
@@ -41,6 +42,15 @@ tirx, T = _tvm.tirx, _tvm.T
 CLK_LOCAL_MEM_FENCE = 1
 CLK_GLOBAL_MEM_FENCE = 2
 GPU_KINDS = ("cuda", "opencl")
+#: The device helper the CUDA kernel reads its clock with (declared in the kernel source).
+GLOBALTIMER = "tvm_ios_globaltimer"
+_GLOBALTIMER_SOURCE = f"""
+__forceinline__ __device__ unsigned long long {GLOBALTIMER}() {{
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+}}
+"""
 
 
 def _extern(dtype: str, name: str, *args):
@@ -52,6 +62,16 @@ class CudaSync:
 
     kind = "cuda"
     smem_scope = "shared.dyn"
+    #: The wait bound is microseconds of the GPU's global timer (``config[0]``).
+    timed_wait = True
+
+    def clock_ns(self):
+        """``%globaltimer``: the GPU's nanosecond clock (uint64), through a helper that
+        TVM's ``cuda.func_call`` declares in the kernel source."""
+        from tvm.backend.cuda.op import cuda_func_call  # CUDA codegen only: on demand
+
+        return cuda_func_call(GLOBALTIMER, source_code=_GLOBALTIMER_SOURCE,
+                              return_type="uint64")
 
     def poll(self, dst, ptr):
         """``dst[0] = *ptr`` with acquire semantics at GPU scope."""
@@ -98,6 +118,8 @@ class OpenCLSync:
 
     kind = "opencl"
     smem_scope = "shared"
+    #: No clock to read: the wait bound is a poll count.
+    timed_wait = False
 
     def poll(self, dst, ptr):
         """An atomic read (``atomic_or(p, 0)``) followed by a global fence (acquire)."""
