@@ -69,7 +69,7 @@ def render(campaigns: list, findings: list, faults: dict | None) -> str:
     """The markdown page."""
     total = sum(len(c["records"]) for c in campaigns)
     lines = ["# Reliability: differential fuzzing, bad inputs, faults", "",
-             "Written by `benchmarks/fuzz.py` from the campaigns' JSON (`tvm-ios fuzz --json`); "
+             "Written by `benchmarks/fuzz.py` from `benchmarks/results/fuzz.json`, which it wrote; "
              "do not edit by hand.", "",
              "## Random CNNs through every pipeline", "",
              f"{total} (CNN, pipeline) checks against TVM's default build (tolerance "
