@@ -92,19 +92,21 @@ def test_slow_tier_hundreds_of_seeds(pipeline, tmp_path):
 #: The fuzzer's reproducer of seed 3 on ios-graphturbo (shrunk from 5 ops to 2): a model
 #: returning two outputs (a tuple). GraphTurbo's layer graph makes the returned tuple a layer
 #: of shape () (IndexError in ``partition``); with the tuple left out, the instance emitter
-#: then drops the two layers' bindings. Open: see docs/reliability.md.
+#: then drops the two layers' bindings; so the pipeline leaves such models to IOS alone.
 TWO_OUTPUTS = {"seed": 3, "size": 21, "channels": 3, "ops": [
     {"op": "concat", "in": [-1, -1]},
     {"op": "conv", "in": [-1], "out": 32, "kernel": [1, 1], "stride": 1, "dilation": 2,
      "padding": [0, 0, 0, 0], "groups": "1", "bias": True, "relu": False}]}
 
 
-@pytest.mark.xfail(strict=True, reason="ios-graphturbo crashes on models with several "
-                                       "outputs (open, issue 61)")
-def test_graphturbo_two_outputs():
+def test_graphturbo_two_outputs_runs_without_graphturbo_and_says_so(caplog):
+    """ios-graphturbo on a model with several outputs: GraphTurbo is skipped with a warning
+    (its passes cannot take the tuple yet), IOS schedules it, outputs match."""
     from tvm_ios.testing.fuzz import check_spec
 
-    assert check_spec(TWO_OUTPUTS, "ios-graphturbo")["status"] == "ok"
+    record = check_spec(TWO_OUTPUTS, "ios-graphturbo")
+    assert record["status"] == "ok", record
+    assert "GraphTurbo skipped for main: it returns several outputs" in caplog.text
 
 
 @pytest.mark.parametrize("pipeline", ["ios", "ios-stages", "ios-rprogram", "ios-wavefront",

@@ -44,9 +44,9 @@ import logging
 from .. import _tvm
 from .._autoload import NAMES
 from ..passes.apply_schedule import schedule_of
-from .steps import (cost_model_for, default_build, engine_pass, engine_veus,
-                             fallback_judges, graphturbo_hw, graphturbo_passes, kernel_passes,
-                             model_judge_pass, open_kernel_db, schedule_pass)
+from .steps import (cost_model_for, default_build, engine_pass, engine_veus, fallback_judges,
+                    graphturbo_hw, graphturbo_passes, graphturbo_takes, kernel_passes,
+                    model_judge_pass, open_kernel_db, schedule_pass)
 from ..passes.blocked_layout import layout_for_kernels
 from ..passes.dedup_ops import dedup_for_kernels
 from ..passes.trim_dead_taps import trim_for_kernels
@@ -164,7 +164,13 @@ class Pipeline:
         steps.append(lambda _m: layout_for_kernels(kernels))
         if opts.graphturbo is not None:
             hw = graphturbo_hw(target) if opts.graphturbo == "auto" else opts.graphturbo
-            steps += [lambda _m, p=p: p for p in graphturbo_passes(hw)]
+            taken: list = []  # (asked once, on the module as GraphTurbo would get it)
+
+            def when_taken(mod, p):
+                if not taken:
+                    taken.append(graphturbo_takes(mod))
+                return p if taken[0] else None
+            steps += [lambda m, p=p: when_taken(m, p) for p in graphturbo_passes(hw)]
 
         decisions: list = []  # the stage judges', judged again in the whole model
 
