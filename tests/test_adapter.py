@@ -17,7 +17,7 @@ MOVING = ("tvm.tirx", "tvm.tir", "tvm.s_tir", "tvm.meta_schedule", "tvm.dlight",
 #: Modules that run where only TVM's runtime is installed (the GPU host of a benchmark
 #: pack): ``_tvm`` imports the compiler (``tvm.relax``), so they import the runtime directly
 #: and must never import ``_tvm``.
-RUNTIME_ONLY = {"bench/run.py"}
+RUNTIME_ONLY = {"bench/run.py", "runtime/vm_checks.py"}
 
 
 def _moving(name: str) -> bool:
