@@ -21,12 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _campaign_rows(campaigns: list) -> list[str]:
-    rows = ["| pipeline | random CNNs | ok | mismatches | crashes | campaign wall time |",
-            "|---|---:|---:|---:|---:|---:|"]
+    rows = ["| pipeline | random CNNs | ok | mismatches | crashes | campaign wall time | commit |",
+            "|---|---:|---:|---:|---:|---:|---|"]
     for camp in campaigns:
         for pipeline, row in camp["summary"].items():
             rows.append(f"| `{pipeline}` | {row['tried']} | {row['ok']} | {row['mismatch']} | "
-                        f"{row['crash']} | {camp['seconds'] / 60:.1f} min |")
+                        f"{row['crash']} | {camp['seconds'] / 60:.1f} min | "
+                        f"{(camp.get('provenance') or {}).get('commit') or '-':.7} |")
     return rows
 
 
@@ -89,6 +90,19 @@ def _run(spec: str, out_dir: str | None) -> dict:
     return run_campaign(range(int(seeds)), _pipelines(pipelines), out_dir)
 
 
+def _kept(results: str, campaigns: list) -> list:
+    """The campaigns of ``results`` (if it exists) run on none of ``campaigns``' pipelines."""
+    if not Path(results).exists():
+        return []
+    data = json.loads(Path(results).read_text())
+    new = {p for camp in campaigns for p in camp["pipelines"]}
+    kept = []
+    for camp in data["results"]["campaigns"]:
+        if not new & set(camp["pipelines"]):
+            kept.append({**camp, "provenance": camp.get("provenance", data.get("provenance"))})
+    return kept
+
+
 def main(argv=None) -> int:
     """Run the campaigns (if any), write the results file, render the page."""
     from tvm_ios.bench.provenance import provenance, write_results
@@ -101,10 +115,16 @@ def main(argv=None) -> int:
     parser.add_argument("--results", default=str(ROOT / "benchmarks/results/fuzz.json"))
     parser.add_argument("--reproducers", default=None, help="write failures' reproducers here")
     parser.add_argument("--doc", default=str(ROOT / "docs/reliability.md"))
+    parser.add_argument("--add", action="store_true",
+                        help="keep the results file's campaigns of other pipelines (each "
+                             "keeps the provenance of the run that measured it)")
     args = parser.parse_args(argv)
     started = provenance(None if argv is None else ["benchmarks/fuzz.py", *argv])
     if args.campaign:
-        campaigns = [_run(spec, args.reproducers) for spec in args.campaign]
+        campaigns = [{**_run(spec, args.reproducers), "provenance": started}
+                     for spec in args.campaign]
+        if args.add:
+            campaigns = _kept(args.results, campaigns) + campaigns
         findings = json.loads(Path(args.findings).read_text()) if args.findings else []
         write_results(args.results, {"campaigns": campaigns, "findings": findings}, started)
         print(f"wrote {args.results}")
