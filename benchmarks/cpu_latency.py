@@ -158,7 +158,7 @@ def _bench_model(name: str, size, args) -> dict:
     reference = cb.to_numpy(cb.tvm_runner(cpu_builds.build_default(mod), 1)(x))
     result = {"image_size": size, "info": info, "threads": {}}
     for t in args.threads:
-        result["threads"][str(t)] = _time_columns(runners, t, x, reference, args)
+        result["threads"][str(t)] = time_columns(runners, t, x, reference, args)
     if args.profile:
         result["profile"] = _profiles(runners, info, max(args.threads), x)
     _plain(info)
@@ -212,9 +212,13 @@ def _plain(info: dict) -> None:
             _plain(value)
 
 
-def _time_columns(runners, t, x, reference, args) -> dict:
+def time_columns(runners, t, x, reference, args, columns=COLUMNS) -> dict:
+    """Check each column of ``runners`` (``{column: {threads: make_runner}}``) against
+    ``reference`` and time the ones that agree, ``args.rounds`` rounds of ``args.repeat``
+    calls each, the columns interleaved in every round (each round's median kept, for
+    ratios paired by round)."""
     live, out = {}, {}
-    for col in COLUMNS:
+    for col in columns:
         if col not in runners or t not in runners[col]:
             out[col] = {"error": "not run (package missing or --skip-compile)"}
             continue

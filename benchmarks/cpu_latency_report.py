@@ -114,7 +114,7 @@ def _ratio(row: dict, a: str, b) -> float | None:
     return min(others) / row[a]["median_ms"]
 
 
-def _paired(row: dict, a: str, b) -> tuple[float, float, float] | None:
+def paired(row: dict, a: str, b) -> tuple[float, float, float] | None:
     """Median, least and most over the rounds of each round's ratio (the best of ``b`` in
     that round over ``a``'s figure of the same round), where the row holds each round's
     median (``round_ms``; results written before it do not): a machine whose speed moves
@@ -131,7 +131,7 @@ def _paired_line(name: str, t: str, row: dict) -> list[str]:
     """One sentence of the rProgram's ratios paired round by round; none for older results."""
     ours = "tvm-ios rProgram (tuned)"
     parts = [f"{label} {r[0]:.2f}x ({r[1]:.2f}-{r[2]:.2f})" for label, b in PAIRED
-             if (r := _paired(row, ours, b)) is not None]
+             if (r := paired(row, ours, b)) is not None]
     if not parts:
         return []
     rounds = len(row[ours]["round_ms"])

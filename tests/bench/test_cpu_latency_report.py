@@ -32,9 +32,9 @@ def test_a_machine_that_slows_between_rounds_moves_both_sides_of_a_paired_ratio(
                 "TVM tuned sequential": [12.0, 12.0, 12.0, 24.0, 24.0],
                 "tvm-ios rProgram (tuned)": [8.0, 8.0, 16.0, 16.0, 16.0]})
     assert report._ratio(row, "tvm-ios rProgram (tuned)", report.BASELINES) == 10.0 / 16.0
-    assert report._paired(row, "tvm-ios rProgram (tuned)", report.BASELINES) == (1.25, 0.625,
+    assert report.paired(row, "tvm-ios rProgram (tuned)", report.BASELINES) == (1.25, 0.625,
                                                                                   1.25)
-    median, least, most = report._paired(row, "tvm-ios rProgram (tuned)",
+    median, least, most = report.paired(row, "tvm-ios rProgram (tuned)",
                                          "TVM tuned sequential")
     assert (median, least, most) == (1.5, 0.75, 1.5)
     line = " ".join(report._paired_line("m", "2", row))
@@ -59,7 +59,7 @@ def test_results_without_rounds_render_as_before(monkeypatch):
     report = _load("cpu_latency_report", monkeypatch)
     row = {"ONNX Runtime sequential": {"median_ms": 4.0},
            "tvm-ios rProgram (tuned)": {"median_ms": 5.0}}
-    assert report._paired(row, "tvm-ios rProgram (tuned)", report.BASELINES) is None
+    assert report.paired(row, "tvm-ios rProgram (tuned)", report.BASELINES) is None
     assert report._paired_line("m", "2", row) == []
     page = report.render({"results": {"m": {"image_size": 32, "threads": {"2": row}, "info": {}}}}, None,
                          "r.json")
@@ -87,7 +87,7 @@ def test_the_timing_loop_keeps_each_rounds_median(monkeypatch):
 
     runners = {"tvm-ios rProgram (tuned)": {2: lambda: slow_then_fast}}
     args = argparse.Namespace(rounds=2, repeat=6, tolerance=1e-3)
-    out = bench._time_columns(runners, 2, reference, reference, args)
+    out = bench.time_columns(runners, 2, reference, reference, args)
     col = out["tvm-ios rProgram (tuned)"]
     assert len(col["round_ms"]) == 2 and col["samples"] == 12
     assert col["round_ms"][0] > 4.0 > 2.5 > col["round_ms"][1]  # not the running median
