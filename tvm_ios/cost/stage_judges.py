@@ -166,20 +166,25 @@ def rprogram_schedule(mod, cost_model, func_name: str = "main", decisions: list 
     (what ``RProgramPass`` plans from) under ``cost_model``, then :func:`sequential_fallback`
     (measured with ``judges``, :func:`stage_judges`, when given). With ``num_veus`` below 2
     (a CPU pool of one worker) no stage can run concurrently: the sequential schedule, ops in
-    model order priced by ``cost_model``, with nothing searched or measured.
+    model order priced by ``cost_model``, with nothing searched or measured. After
+    GraphTurbo's ``OrderInstances`` IOS keeps to its order of instances.
     """
     from ..graph.extract import extract
     from ..passes.apply_schedule import record_schedule
+    from ..passes.instance_order import graphturbo_ranks
     from ..schedule.baselines import sequential_schedule
     from ..schedule.ios import ios_schedule
 
-    graph = extract(mod[func_name], name=func_name).graph
+    ext = extract(mod[func_name], name=func_name)
+    graph = ext.graph
     if num_veus is not None and num_veus < 2:
         logger.info("%s: %d vEU, nothing runs concurrently: the sequential schedule",
                     func_name, num_veus)
         schedule = sequential_schedule(graph, cost_model)
         schedule.stats["fallback"] = f"sequential: {num_veus} vEU"
         return record_schedule(mod, func_name, schedule)
-    schedule = ios_schedule(graph, cost_model, **{**ios_options, "strategy": "parallel"})
+    order = graphturbo_ranks(mod, func_name, ext)  # (GraphTurbo's order, when it ran)
+    schedule = ios_schedule(graph, cost_model, order=order,
+                            **{**ios_options, "strategy": "parallel"})
     return record_schedule(mod, func_name,
                            sequential_fallback(graph, schedule, cost_model, decisions, judges))

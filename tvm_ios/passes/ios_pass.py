@@ -8,7 +8,9 @@ Usable anywhere a TVM pass is::
 The pass extracts the op graph, runs the IOS search
 (:func:`~tvm_ios.schedule.ios.ios_schedule`) with the injected cost model, then rewrites
 through :class:`ApplySchedule`'s mechanics: merged convolutions, bindings in stage order,
-and the schedule recorded on the module (:func:`schedule_of`).
+and the schedule recorded on the module (:func:`schedule_of`). After GraphTurbo's
+``OrderInstances`` the search keeps to its order of instances
+(:func:`~tvm_ios.passes.instance_order.graphturbo_ranks`).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from ..graph.blocks import DEFAULT_MAX_BLOCK_BOUND, DEFAULT_MAX_BLOCK_SIZE
 from ..graph.extract import extract
 from ..schedule.ios import ios_schedule
 from .apply_schedule import apply_to_function
+from .instance_order import graphturbo_ranks
 
 __all__ = ["IOSPass"]
 
@@ -64,6 +67,7 @@ class IOSPass:
         if self.func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise ValueError(f"IOSPass: module has no function {self.func_name!r}")
         ext = extract(mod[self.func_name], name=self.func_name)
-        schedule = ios_schedule(ext.graph, self.cost_model, **self.options)
+        order = graphturbo_ranks(mod, self.func_name, ext)
+        schedule = ios_schedule(ext.graph, self.cost_model, order=order, **self.options)
         logger.info("IOSPass: %s", str(schedule).splitlines()[0])
         return apply_to_function(mod, self.func_name, ext, schedule)

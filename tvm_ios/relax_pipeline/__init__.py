@@ -20,7 +20,8 @@ It runs, under the target ``tvm.compile`` enters, these steps (each a small func
 1. ``graphturbo_passes`` (``graphturbo=`` a hardware preset): ``GroupSubgraphs`` →
    ``SplitInstances`` → ``OrderInstances``, instances inline so that the next steps
    schedule and emit their ops;
-2. ``schedule_pass``: ``IOSPass`` with the target's cost model (``cost_model_for``; the
+2. ``schedule_pass`` (after GraphTurbo: within its order of instances, so that what runs is
+   the order its plan sized): ``IOSPass`` with the target's cost model (``cost_model_for``; the
    measured log's figures with ``log=`` or the kernel database's stage log); for the
    rProgram engine ``IOSSchedule``: IOS without merges, a concurrent stage priced slower
    than its ops in turn made sequential; on ``llvm`` then ``ModelJudge``
@@ -201,7 +202,7 @@ class Pipeline:
         """Run the tvm-ios steps on ``mod`` for ``target``; returns ``(mod, report)``."""
         opts = self.options
         report = {"target": _tvm.target_to_dict(target), "target_kind": target.kind.name,
-                  "engine": opts.engine, "graphturbo": opts.graphturbo, "r": opts.r,
+                  "engine": opts.engine, "graphturbo": _plain(opts.graphturbo), "r": opts.r,
                   "s": opts.s, "strategy": opts.strategy, "passes": [], "rprogram_list": [],
                   "kernels": str(self.kernels.path) if self.kernels is not None else None,
                   "inputs": function_inputs(mod, opts.func_name), **(opts.metadata or {})}
@@ -211,6 +212,11 @@ class Pipeline:
         logger.info("tvm_ios.pipeline: %s; %d stages, %d rPrograms",
                     " -> ".join(report["passes"]), report["stages"], report["rprograms"])
         return mod, report
+
+
+def _plain(graphturbo):
+    """``graphturbo`` for the report: a preset's name, or a HardwareSpec as its dict."""
+    return graphturbo.to_dict() if hasattr(graphturbo, "to_dict") else graphturbo
 
 
 def _run(steps, mod, on_step=None):

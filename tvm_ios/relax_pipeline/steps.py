@@ -55,7 +55,8 @@ def graphturbo_passes(hw) -> list:
     """GraphTurbo's grouping, splitting and ordering of instances for ``hw``.
 
     Instances stay inline (``outline=False``): their ops are units the IOS step schedules
-    (instances of one layer can share a stage) and the engine emits."""
+    within GraphTurbo's order of instances (the branches of one instance side by side, one
+    instance after another: :mod:`tvm_ios.passes.instance_order`) and the engine emits."""
     from ..passes.group_subgraphs import GroupSubgraphs
     from ..passes.order_instances import OrderInstances
     from ..passes.split_instances import SplitInstances

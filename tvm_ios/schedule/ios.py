@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from typing import Callable
 
 from ..graph.bitset import ids_of
@@ -20,6 +21,7 @@ from ..graph.opgraph import OpGraph
 from .cost_protocol import check_cost_model
 from .downsets import DownsetSearch
 from .groups import candidate_groups
+from .order import ordered_graph
 from .pricing import STRATEGIES, StagePricer
 from .schedule import Schedule, Stage
 
@@ -38,7 +40,8 @@ def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
                  max_num_groups: int = 8, strategy: str = "both",
                  max_block_size: int = DEFAULT_MAX_BLOCK_SIZE,
                  max_block_bound: float = DEFAULT_MAX_BLOCK_BOUND, partition: bool = True,
-                 reuse_blocks: bool = False, progress: Progress | None = None) -> Schedule:
+                 reuse_blocks: bool = False, progress: Progress | None = None,
+                 order: Sequence[int] | None = None) -> Schedule:
     """Find the optimal stage schedule of ``graph`` under ``cost_model`` (IOS, Algorithm 1).
 
     The result is optimal over every stage sequence of the whole graph whose stages have
@@ -73,6 +76,10 @@ def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
         every cost model of tvm-ios, not of a table of per-op times), so off by default.
     progress : callable, optional
         Called as ``progress(regions_done, regions_total, states_so_far)``.
+    order : sequence of int, optional
+        A rank per node, never decreasing along the nodes (GraphTurbo's instance order):
+        only schedules that never go down in rank are searched (:mod:`.order`), optimal
+        among those; ``params["ordered"]`` is then the number of ranks.
 
     Returns
     -------
@@ -89,9 +96,10 @@ def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
             raise ValueError(f"{name} must be >= 1, got {value}")
     cost_model = check_cost_model(cost_model)
     start = time.perf_counter()
-    plan = (search_regions(graph, max_group_size, max_block_size, max_block_bound)
+    searched = graph if order is None else ordered_graph(graph, order)
+    plan = (search_regions(searched, max_group_size, max_block_size, max_block_bound)
             if partition else SearchRegions([graph.all_mask] if len(graph) else []))
-    options = (max_group_size, max_num_groups, strategy)
+    options = (max_group_size, max_num_groups, strategy, searched)
     per_region, stats = _search_regions(graph, plan.regions, cost_model, options,
                                         reuse_blocks, progress)
     stats["exact"] = not plan.bound_cuts
@@ -102,6 +110,8 @@ def ios_schedule(graph: OpGraph, cost_model, *, max_group_size: int = 3,
     params = {"scheduler": f"ios-{strategy}", "max_group_size": max_group_size,
               "max_num_groups": max_num_groups, "strategy": strategy, "partition": partition,
               "cost_model": repr(cost_model)}
+    if order is not None:
+        params["ordered"] = len(set(order))
     logger.info("IOS scheduled %s: %d stages, %d states, %d transitions, %.2fs%s",
                 graph.name, len(stages), stats["states"], stats["transitions"],
                 stats["seconds"], "" if stats["exact"] else " (bound cuts)")
@@ -116,7 +126,7 @@ def _search_regions(graph: OpGraph, regions: list[int], cost_model, options: tup
     stats = {"blocks": len(regions), "blocks_reused": 0, "states": 0, "transitions": 0,
              "schedules": 1}
     for index, region in enumerate(regions):
-        key = block_signature(graph, region) if reuse_blocks else str(region)
+        key = block_signature(options[-1], region) if reuse_blocks else str(region)
         if key in solved:
             ids, raw, region_stats = solved[key]
             stats["blocks_reused"] += 1
@@ -170,14 +180,18 @@ def _ops(stages: list[RawStage]) -> int:
 
 
 def search_region(graph: OpGraph, region: int, cost_model, max_group_size: int,
-                  max_num_groups: int, strategy: str) -> tuple[list[RawStage], dict]:
+                  max_num_groups: int, strategy: str,
+                  searched: OpGraph | None = None) -> tuple[list[RawStage], dict]:
     """The exact search over the downsets of one region of ``graph``.
 
     Returns the optimal stages as ``(groups, strategy, latency)`` (node ids of ``graph``)
-    and the search's ``states``, ``transitions``, ``schedules`` and ``latency_us``.
+    and the search's ``states``, ``transitions``, ``schedules`` and ``latency_us``. The
+    downsets and groups are those of ``searched`` (default ``graph``): the graph with the
+    edges of an order (:func:`~tvm_ios.schedule.order.ordered_graph`); stages are priced
+    on ``graph``.
     """
     ids = ids_of(region)
-    sub = graph.subgraph(region)
+    sub = (searched or graph).subgraph(region)
     unpruned = max_group_size >= len(sub) and max_num_groups >= len(sub)
     groups = None if unpruned else candidate_groups(sub, max_group_size)
     pricer = StagePricer(graph, ids, cost_model, strategy)
