@@ -6,9 +6,9 @@ become parameters of ``main`` after the ``num_input`` example inputs, their valu
 as a name -> numpy dict, the same contract as :func:`tvm_ios.models.get`. Then, so that the
 op graph the scheduler sees has the zoo's form:
 
-* the bindings of convolutions and linear layers are named after their weights
-  (``inception3a_branch2_1_conv`` rather than ``lv20``), so op-graph units and stages read
-  like the torch module;
+* every op is named after its weights, its torch module or its producer
+  (``inception3a_branch2_1_conv``, ``maxpool1``, ``inception3a_cat`` rather than ``lv20``;
+  :mod:`.torch_names`), so op-graph units and stages read like the torch module;
 * the inference batch norms are folded into their convolutions
   (:mod:`.fold_batch_norm`) with the weights bound; the convolution weights and biases that
   come out are parameters again, named ``<conv>_weight`` / ``<conv>_bias``.
@@ -30,12 +30,12 @@ from tvm import relax
 
 from .. import _tvm
 from .fold_batch_norm import fold_batch_norm
+from .torch_names import FxNames, name_bindings, unique_name
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["from_torch", "from_exported", "load_exported"]
 
-_WEIGHT = re.compile(r"^(?:p_)?(.+)_weight$")
 _UNSUPPORTED = re.compile(r"Unsupported function types? (\[.*?\])", re.S)
 
 
@@ -109,10 +109,12 @@ def from_exported(program, name: str = "model", fold: bool = True):
     """``(mod, params)`` of a ``torch.export.ExportedProgram`` (see :func:`from_torch`)."""
     from tvm.relax.frontend.torch import from_exported_program
 
+    names = FxNames()
     try:
         with _quiet():
             mod = from_exported_program(program, keep_params_as_input=True,
-                                        unwrap_unit_return_tuple=True)
+                                        unwrap_unit_return_tuple=True,
+                                        custom_convert_map=names.convert_map())
     except Exception as err:
         raise ValueError(f"{name}: TVM's PyTorch frontend cannot convert it: "
                          f"{_frontend_error(err)}") from err
@@ -121,9 +123,9 @@ def from_exported(program, name: str = "model", fold: bool = True):
     num_input = int(func.attrs["num_input"])
     params = {_tvm.var_name(v): np.asarray(t.numpy())
               for v, t in zip(func.params[num_input:], values.get("main", []))}
-    mod = _named_after_weights(mod)
+    mod, wanted = name_bindings(mod, names.hints(mod["main"]))
     if fold:
-        mod, params = _folded(mod, params, num_input)
+        mod, params = _folded(mod, params, num_input, wanted)
     logger.info("imported %s: %d inputs, %d parameters", name, num_input, len(params))
     return mod, params
 
@@ -148,62 +150,15 @@ def _frontend_error(err: Exception) -> str:
     return f"unsupported op(s) {found.group(1)}" if found else _first_line(err)
 
 
-#: Elementwise ops whose binding is named after the one tensor it reads (``conv1_relu``).
-_CHAINED = {"relax.add", "relax.multiply", "relax.nn.relu", "relax.clip", "relax.sigmoid",
-            "relax.nn.silu", "relax.hardswish", "relax.nn.gelu"}
-
-
-@_tvm.mutator
-class _Renamer(_tvm.PyExprMutator):
-    """Names the binding of a call that reads a weight parameter ``[p_]X_weight`` ``X``, and
-    an elementwise op of one such tensor ``X_<op>`` (so an op-graph unit, named after its
-    last binding, is named after its convolution)."""
-
-    def __init__(self, mod, weights):
-        super().__init__(mod)
-        self.weights = weights  # weight parameter -> X
-        self.base: dict = {}    # binding var -> the X it is named after
-
-    def visit_var_binding_(self, binding):
-        base, name = self._name_of(binding.value)
-        if name is None or not isinstance(binding.var, relax.DataflowVar):
-            return super().visit_var_binding_(binding)
-        new = self.builder_.emit(self.visit_expr(binding.value), name_hint=name)
-        self.set_var_remap(binding.var, new)
-        self.base[binding.var] = base
-        return None
-
-    def _name_of(self, value):
-        """``(X, name)`` of a binding's value, or ``(None, None)`` to keep its name."""
-        if not isinstance(value, relax.Call):
-            return None, None
-        weights = [self.weights[a] for a in value.args if a in self.weights]
-        if weights:
-            return weights[0], weights[0]
-        tensors = [a for a in value.args if isinstance(a, relax.DataflowVar)]
-        if _tvm.op_name(value) in _CHAINED and len(tensors) == 1 and tensors[0] in self.base:
-            base = self.base[tensors[0]]
-            return base, f"{base}_{_tvm.op_name(value).split('.')[-1]}"
-        return None, None
-
-
-def _named_after_weights(mod):
-    func = mod["main"]
-    names = {}
-    for var in func.params:
-        found = _WEIGHT.match(_tvm.var_name(var))
-        if found:
-            names[var] = found.group(1)
-    return _tvm.rewrite_functions(_Renamer(mod, names), mod) if names else mod
-
-
-def _folded(mod, params: dict, num_input: int):
+def _folded(mod, params: dict, num_input: int, wanted: dict):
     """Batch norms folded with the weights bound; the constants of ``main`` that are
-    weights again become its parameters (named after their binding)."""
+    weights again become its parameters (named after their binding, which is named before
+    and after)."""
     mod, folded = fold_batch_norm(_tvm.bind_params(mod, params))
     mod = relax.transform.FoldConstant()(mod)
+    mod, wanted = name_bindings(mod, wanted)
     mod, params = _lift_constants(mod, num_input)
-    mod = _named_after_weights(mod)
+    mod, _ = name_bindings(mod, wanted)
     logger.info("folded %d batch norms into their convolutions", folded)
     return mod, params
 
@@ -222,7 +177,7 @@ def _lift_constants(mod, num_input: int):
             for arg in value.args:
                 if _tvm.is_tensor_constant(arg) and _tvm.constant_nbytes(arg) > 4 \
                         and arg not in consts:
-                    consts[arg] = _unique(_const_name(base, value), consts.values())
+                    consts[arg] = unique_name(_const_name(base, value), set(consts.values()))
     if not consts:
         return mod, {}
     new_params = [relax.Var(n, c.ty) for c, n in consts.items()]
@@ -240,14 +195,6 @@ def _const_name(base: str, call) -> str:
         return f"{base}_weight"
     tensors = [a for a in call.args if isinstance(a, relax.Var)]
     return f"{_tvm.var_name(tensors[0]) if tensors else base}_bias"
-
-
-def _unique(name: str, taken) -> str:
-    taken = set(taken)
-    out, k = name, 1
-    while out in taken:
-        out, k = f"{name}_{k}", k + 1
-    return out
 
 
 @_tvm.mutator
