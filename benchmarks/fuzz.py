@@ -56,13 +56,25 @@ def _findings_rows(findings: list) -> list[str]:
     return rows
 
 
+def _cell(text) -> str:
+    """``text`` for a markdown table cell (its bars escaped)."""
+    return str(text).replace("|", "\\|")
+
+
 def _faults_rows(faults: dict | None) -> list[str]:
     if not faults:
         return ["Not measured yet (this section is filled from `--faults FILE` when given)."]
-    rows = ["| bad input | answer | exit |", "|---|---|---:|"]
-    rows += [f"| {r['input']} | {r['answer']} | {r['exit']} |" for r in faults.get("bad_inputs", [])]
+    made = faults.get("provenance") or {}
+    rows = ([f"Performed on the real command line by `benchmarks/faults.py` (commit "
+             f"{made.get('commit') or '-':.7}, {made.get('date', '-')}), as the tests in "
+             "`tests/cli/test_faults.py` and `tests/cli/test_damaged_inputs.py` do.", ""]
+            if made else [])
+    rows += ["| bad input | answer | exit |", "|---|---|---:|"]
+    rows += [f"| {_cell(r['input'])} | {_cell(r['answer'])} | {r['exit']} |"
+             for r in faults.get("bad_inputs", [])]
     rows += ["", "| fault injected | what survived |", "|---|---|"]
-    rows += [f"| {r['fault']} | {r['survived']} |" for r in faults.get("faults", [])]
+    rows += [f"| {_cell(r['fault'])} | {_cell(r['survived'])} |"
+             for r in faults.get("faults", [])]
     return rows
 
 
@@ -103,6 +115,17 @@ def _kept(results: str, campaigns: list) -> list:
     return kept
 
 
+def _faults(path: str | None) -> dict | None:
+    """The bad inputs and faults of ``path``: its ``results`` (as ``benchmarks/faults.py``
+    writes them, with their provenance) or the file itself; None without one."""
+    if not path or not Path(path).exists():
+        return None
+    data = json.loads(Path(path).read_text())
+    if "results" not in data:
+        return data
+    return {**data["results"], "provenance": data.get("provenance")}
+
+
 def main(argv=None) -> int:
     """Run the campaigns (if any), write the results file, render the page."""
     from tvm_ios.bench.provenance import provenance, write_results
@@ -111,7 +134,11 @@ def main(argv=None) -> int:
     parser.add_argument("--campaign", action="append", default=[],
                         help="SEEDS:PIPELINE,... to run (repeatable)")
     parser.add_argument("--findings", default=str(ROOT / "benchmarks/data/fuzz_findings.json"))
-    parser.add_argument("--faults", default=None, help="JSON of bad inputs and faults")
+    parser.add_argument("--faults", default=None,
+                        help="JSON of bad inputs and faults (benchmarks/faults.py writes it)")
+    parser.add_argument("--render", action="store_true",
+                        help="only render the page from the results file (what no "
+                             "--campaign does)")
     parser.add_argument("--results", default=str(ROOT / "benchmarks/results/fuzz.json"))
     parser.add_argument("--reproducers", default=None, help="write failures' reproducers here")
     parser.add_argument("--doc", default=str(ROOT / "docs/reliability.md"))
@@ -119,6 +146,8 @@ def main(argv=None) -> int:
                         help="keep the results file's campaigns of other pipelines (each "
                              "keeps the provenance of the run that measured it)")
     args = parser.parse_args(argv)
+    if args.render and args.campaign:
+        parser.error("--render renders only: leave out --campaign")
     started = provenance(None if argv is None else ["benchmarks/fuzz.py", *argv])
     if args.campaign:
         campaigns = [{**_run(spec, args.reproducers), "provenance": started}
@@ -129,8 +158,7 @@ def main(argv=None) -> int:
         write_results(args.results, {"campaigns": campaigns, "findings": findings}, started)
         print(f"wrote {args.results}")
     data = json.loads(Path(args.results).read_text())["results"]
-    faults = (json.loads(Path(args.faults).read_text())
-              if args.faults and Path(args.faults).exists() else None)
+    faults = _faults(args.faults)
     Path(args.doc).write_text(render(data["campaigns"], data["findings"], faults))
     print(f"wrote {args.doc}")
     return 0

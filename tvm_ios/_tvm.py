@@ -288,6 +288,11 @@ def string_imm(value: str):
     return tvm.ir.StringImm(value)
 
 
+def float_imm(value: float, dtype: str = "float32"):
+    """A float constant of the IR (``tvm.tirx.FloatImm``), e.g. a run time of a record."""
+    return tvm.tirx.FloatImm(dtype, value)
+
+
 def load_module(path: str):
     """Load an exported library (``tvm.runtime.load_module``)."""
     return tvm.runtime.load_module(path)

@@ -15,6 +15,7 @@ from tvm_ios.tuning.kernel_db import KernelDB
 from tvm_ios.pipelining.eps import check_places, parse_eps
 from tvm_ios.relax_pipeline import pipeline
 from tvm_ios.runtime.compare import Comparison
+from tvm_ios.testing.faults import flipped
 
 SMALL = ["--model", "squeezenet", "--image-size", "17"]
 RUN = ["run", *SMALL, "--repeat", "1"]
@@ -86,7 +87,7 @@ def test_an_op_the_frontend_lacks_is_one_line_exit_2(tmp_path, capsys):
     _one_line(capsys.readouterr().err, "det.onnx", "ONNX", "Det", "not supported")
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "missing"])
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "garbage", "empty", "missing"])
 def test_a_damaged_model_file_is_one_line_exit_2(damage, tmp_path, capsys):
     model = _onnx_model(tmp_path / "m.onnx", op="Relu")
     data = model.read_bytes()
@@ -94,6 +95,7 @@ def test_a_damaged_model_file_is_one_line_exit_2(damage, tmp_path, capsys):
         model.unlink()
     else:
         model.write_bytes({"truncated": data[:len(data) - 40], "empty": b"",
+                           "flipped": flipped(data, count=16),
                            "garbage": np.random.default_rng(0).bytes(300)}[damage])
     assert main(["schedule", "--model", str(model)]) == 2
     _one_line(capsys.readouterr().err, "m.onnx")

@@ -1,8 +1,12 @@
-"""The measurement log: round trip, empty file, corrupt and partial lines, append only."""
+"""The measurement log: round trip, empty file, corrupt and partial lines, append only, and
+processes appending to one log at once (issue 61)."""
+import fcntl
 import json
 import logging
+import time
 
 from tvm_ios.cost.log import LogRecord, MeasureLog
+from tvm_ios.testing.faults import start_appenders
 
 
 def _record(key, median=5.0):
@@ -63,3 +67,30 @@ def test_corrupt_and_partial_lines_are_skipped_with_their_line_numbers(tmp_path,
     reread = MeasureLog(path)
     assert reread.lookup("d", "llvm", "local:test") is not None
     assert len(reread) == 2
+
+
+def test_processes_appending_at_once_lose_no_record_and_glue_no_line(tmp_path):
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"key": "cut mid-wri')  # a killed writer's partial line, first
+    tags, count = "abc", 60
+    procs = start_appenders(path, tags, count, size=20000)  # (20 kB a line: past any buffer)
+    assert all(p.wait(120) == 0 for p in procs)
+    log = MeasureLog(path)
+    assert log.skipped == 1 and len(log) == len(tags) * count
+    assert sorted(r.key for r in log.records) == sorted(f"{t}{i}" for t in tags
+                                                        for i in range(count))
+    assert all(r.stage["pad"] == r.key[0] * 20000 for r in log.records)  # none interleaved
+
+
+def test_an_append_waits_for_the_lock_of_another_writer(tmp_path):
+    path = tmp_path / "log.jsonl"
+    MeasureLog(path).append(_record("a"))
+    before = path.read_bytes()
+    with open(path, "ab") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)  # another process mid-append
+        proc, = start_appenders(path, "b", 1, size=10, delay=-8)
+        assert proc.stdout.readline().strip() == "ready"  # (tvm_ios imported)
+        time.sleep(2)  # (time to append, were there no lock)
+        assert proc.poll() is None and path.read_bytes() == before
+    assert proc.wait(60) == 0  # the lock released: it appends
+    assert [r.key for r in MeasureLog(path).records] == ["a", "b0"]

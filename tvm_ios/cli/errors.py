@@ -5,7 +5,9 @@
   output and the difference).
 - 2: bad input (:class:`BadInput`, ``ValueError``, ``FileNotFoundError``): a model the
   frontend rejects, a file that does not parse, a preset this machine lacks, or a fallback
-  (stale schedule, kernels tuned for another target) under ``--strict``; one line.
+  (stale schedule, kernels tuned for another target) under ``--strict``; a write the
+  machine refuses (``OSError`` ENOSPC, EFBIG, EDQUOT: a full disk, a file-size limit),
+  naming the file; one line.
 - 3: an unexpected internal error; one line (``-v`` prints the traceback).
 """
 from __future__ import annotations

@@ -6,6 +6,7 @@ subcommand and sets ``handler`` (a function of the parsed arguments returning an
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import sys
@@ -23,6 +24,10 @@ COMMANDS = ("schedule", "run", "compile", "stats", "tune", "tune_kernels", "code
 #: Optional modules -> the extra of setup.py that installs them (named when one is missing).
 EXTRAS = {"cloudpickle": "tune", "psutil": "tune", "tornado": "tune", "xgboost": "tune",
           "matplotlib": "plot", "onnx": "onnx", "torch": "torch"}
+
+#: Write errors that are the machine's, not ours: exit 2, one line naming the file.
+FULL = {errno.ENOSPC: "the disk is full", errno.EFBIG: "the file is too large for this "
+        "machine's file-size limit", errno.EDQUOT: "the disk quota is exceeded"}
 
 #: Optional modules no extra installs -> the command that does.
 INSTALLS = {"torchvision": "pip install --no-deps torchvision==0.28.0"}
@@ -76,10 +81,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tvm-ios {args.command}: error: the Python module {err.name} is missing; "
               f"install it with: {how}", file=sys.stderr)
         return 2
+    except OSError as err:
+        if err.errno not in FULL:
+            return _internal(args, err)
+        return _fail(args, "error", err, 2, f"cannot write {err.filename or 'a file'}: "
+                     f"{FULL[err.errno]} ({err.strerror})")
     except Exception as err:  # noqa: BLE001  (anything else is ours: one line, -v for more)
-        hint = "" if args.verbose else " (-v prints the traceback)"
-        return _fail(args, "internal error", err, 3,
-                     f"{type(err).__name__}: {_one_line(err)}{hint}")
+        return _internal(args, err)
+
+
+def _internal(args, err: BaseException) -> int:
+    """An internal error: one line (``-v`` the traceback), exit 3."""
+    hint = "" if args.verbose else " (-v prints the traceback)"
+    return _fail(args, "internal error", err, 3, f"{type(err).__name__}: {_one_line(err)}{hint}")
 
 
 if __name__ == "__main__":

@@ -13,11 +13,15 @@ same stage without building its module, so lookups by it are cheap; records writ
 before it existed are found by key. ``build`` (with tuned kernels) is a digest of the code
 the stage's build compiled (:mod:`.reuse`): a stage whose database grew is found by it when
 its own kernels did not change. Lines are only ever appended (flushed and
-fsynced one by one); a corrupt or partial line (a run killed mid-write) is skipped with a
-warning naming its line number and left where it is.
+fsynced one by one), each under an exclusive ``flock`` of the file, so that processes
+appending to one log at once never glue a line to another's; a corrupt or partial line (a
+run killed mid-write) is skipped with a warning naming its line number and left where it is.
+A write that fails (a full disk) raises ``OSError`` naming the log; what was appended
+before stays.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -143,18 +147,27 @@ class MeasureLog:
         return self.by_build.get((build, target, device_key))
 
     def append(self, record: LogRecord) -> None:
-        """Add a record and append it to the file at once (flushed and fsynced)."""
+        """Add a record and append it to the file at once (flushed and fsynced).
+
+        Raises ``OSError`` (its ``filename`` the log) when the write fails, a full disk say.
+        """
         self._add(record)
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(asdict(record), separators=(",", ":"))
-        with open(self.path, "ab") as handle:
-            if handle.tell() > 0 and not _ends_with_newline(self.path):
-                handle.write(b"\n")  # a killed writer left a partial line: never glue to it
-            handle.write(line.encode() + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        line = json.dumps(asdict(record), separators=(",", ":")).encode() + b"\n"
+        try:
+            with open(self.path, "ab") as handle:
+                # one appender at a time: no other line between the check and the write
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # (released on close)
+                if not _ends_with_newline(self.path):
+                    line = b"\n" + line  # a killed writer left a partial line: never glue
+                handle.write(line)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as err:
+            err.filename = err.filename or str(self.path)
+            raise
 
     def for_device(self, target: str | None = None,
                    device_key: str | None = None) -> list[LogRecord]:
@@ -164,6 +177,9 @@ class MeasureLog:
 
 
 def _ends_with_newline(path: Path) -> bool:
+    """Whether ``path`` is empty or ends with a newline."""
     with open(path, "rb") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return True
         handle.seek(-1, os.SEEK_END)
         return handle.read(1) == b"\n"

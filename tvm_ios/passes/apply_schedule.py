@@ -44,9 +44,12 @@ def load_schedule(schedule: Schedule | str | Path | dict) -> Schedule:
         if not path.is_file():
             raise ScheduleError(f"schedule file {path} does not exist")
         try:
-            return Schedule.from_json(path.read_text())
+            return Schedule.from_json(path.read_text(encoding="utf-8"))
         except ScheduleError as err:
             raise ScheduleError(f"{path}: {err}") from err
+        except UnicodeDecodeError as err:  # (binary garbage, a byte flipped in a name)
+            raise ScheduleError(f"{path}: not a schedule JSON file (not UTF-8 text: byte "
+                                f"{err.start} is {err.object[err.start]:#04x})") from None
     return Schedule.from_json(text)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import struct
 from pathlib import Path
 
 from tvm import relax
@@ -25,7 +26,7 @@ from .. import __version__ as TVM_IOS_VERSION
 from .. import _tvm
 
 __all__ = ["METADATA_FUNC", "LibraryError", "attach_metadata", "read_metadata",
-           "load_library", "check_library", "function_inputs", "weights_digest"]
+           "load_library", "check_library", "function_inputs", "weights_digest", "elf_extent"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,12 +74,40 @@ def load_library(path: str | Path):
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"library {path} does not exist")
+    need, size = elf_extent(path), path.stat().st_size
+    if need > size:  # (the loader would map pages past the end: SIGBUS, no message)
+        raise LibraryError(f"{path} is cut short or damaged: its ELF headers need {need} "
+                           f"bytes, the file has {size}. Rebuild it with `tvm-ios compile`.")
     try:
         return _tvm.load_module(str(path))
     except Exception as err:  # noqa: BLE001  (TVM raises several kinds here)
         raise LibraryError(f"{path} cannot be loaded by TVM {_tvm.TVM_VERSION}: "
                            f"{_first_line(err)}. Was it built for another target or TVM "
                            "version? Rebuild it with `tvm-ios compile` here.") from None
+
+
+def elf_extent(path: str | Path) -> int:
+    """The bytes an ELF file's headers say it holds (its program and section header tables
+    and every segment's file image); 0 for a file that is not ELF."""
+    with open(path, "rb") as handle:
+        head = handle.read(64)
+        if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2):
+            return 0
+        end = "<" if head[5] == 1 else ">"
+        wide = head[4] == 2  # ELF64
+        phoff, shoff = struct.unpack_from(end + ("QQ" if wide else "II"), head,
+                                          0x20 if wide else 0x1C)
+        phsize, phnum, shsize, shnum = struct.unpack_from(end + "HHHH", head,
+                                                          0x36 if wide else 0x2A)
+        need = max(phoff + phsize * phnum, shoff + shsize * shnum)
+        handle.seek(phoff)
+        table = handle.read(phsize * phnum)
+    for k in range(len(table) // max(phsize, 1)):
+        entry = table[k * phsize:(k + 1) * phsize]
+        offset, filesz = (struct.unpack_from(end + "QQQQ", entry, 8)[::3] if wide else
+                          struct.unpack_from(end + "IIII", entry, 4)[::3])
+        need = max(need, offset + filesz)
+    return need
 
 
 def read_metadata(lib, where: str = "library") -> dict:

@@ -46,6 +46,7 @@ from ..runtime.rpc import alloc_rpc, check_tracker
 from .records import COLD, WARM, preferred
 from .kernel_db import VARIANTS, KernelDB
 from ..kernels.prepack import PLAIN
+from .new_records import measure_callbacks
 from .tasks import chosen_tasks, kernel_tasks, task_records, untuned_tasks
 
 __all__ = ["InProcessBuilder", "TuneProgress", "tune_kernels", "TuneReport",
@@ -296,5 +297,5 @@ def _tune_variant(tasks, kernels, variant, todo, runner, progress, seed,
                        max_trials_global=todo, num_trials_per_iter=per_iter,
                        builder=InProcessBuilder(), runner=runner,
                        database=kernels.database(variant, writable=True), cost_model="xgb",
-                       measure_callbacks=list(ms.MeasureCallback.create("default")) + [callback],
+                       measure_callbacks=measure_callbacks(callback),  # (each trace once)
                        task_scheduler="gradient")
