@@ -28,6 +28,7 @@ LAYER_OF = {
     "tvm_ios.pipelining": "pipelines",            # Shisha pipelines over execution places
     "tvm_ios.plot": "plot", "tvm_ios.testing": "testing",
     "tvm_ios.testing.fuzz": "fuzz",              # the differential fuzzer: drives all below
+    "tvm_ios.testing.faults": "faults",          # faults: the command line in subprocesses
     "tvm_ios.bench": "bench",                    # GPU benchmark artifacts, provenance
     "tvm_ios.relax_pipeline": "pipeline", "tvm_ios.relax_pipeline.steps": "pipeline",  # the "ios"
     "tvm_ios._autoload": "pipeline",             # Relax pipelines
@@ -59,6 +60,7 @@ ALLOWED = {
     "pipeline": _BASE | {"graph", "models", "schedule", "estimators", "graphturbo", "kernels",
                          "tuning", "runtime", "passes", "measured"},
 }
+ALLOWED["faults"] = _BASE | {"tuning"}  # (a kernel database to damage)
 ALLOWED["fuzz"] = set(ALLOWED)
 ALLOWED["cli"] = set(ALLOWED) - {"cli"}
 #: Edges that break the order today, each with who removes it; listed edges must exist
