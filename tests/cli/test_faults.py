@@ -77,3 +77,17 @@ def test_tune_kernels_killed_keeps_its_database_and_a_rerun_resumes(tmp_path):
     assert after[:kept] == before and len(after) == total
     assert len(set(after)) == len(after)  # no record twice
     assert (db / "parallel" / "database_tuning_record.json.corrupt").is_file()
+
+
+@pytest.mark.slow  # (two tune-kernels processes)
+def test_a_resumed_tune_kernels_records_no_schedule_twice(tmp_path):
+    # meta_schedule's search knows only what its own process measured: resumed from the
+    # same seed, it proposes candidates the database holds (2 of 16 here without the guard)
+    model, db = tiny_onnx(tmp_path / "t.onnx"), tmp_path / "db"
+    records = db / "parallel" / "database_tuning_record.json"
+    for trials in (16, 32):
+        done = cli(tune_kernels_argv(model, db, trials=trials))
+        assert done.returncode == 0, done.stderr[-2000:]
+    measured, total = tuned_trials(done.stdout)
+    after = _records(records)
+    assert measured > 0 and len(set(after)) == len(after) == total
