@@ -9,7 +9,7 @@ from tvm import relax
 from tvm_ios import models
 from tvm_ios.graphturbo.hwspec import HardwareSpec
 from tvm_ios.passes.graphturbo_attr import load
-from tvm_ios.passes.instance_emitter import instance_tag
+from tvm_ios.passes.instance_emitter import instance_runs
 from tvm_ios.relax_pipeline import VARIANTS, pipeline
 from tvm_ios.runtime.compare import build, random_inputs, run
 
@@ -17,16 +17,6 @@ from tvm_ios.runtime.compare import build, random_inputs, run
 #: preset's 1 MiB holds the whole model as one).
 SMALL_LB = HardwareSpec("small-lb", 2, 1, 19 * 1024, 1 << 20, 20.0, 50.0)
 
-
-def instance_sequence(func) -> list[tuple[int, int]]:
-    """The instances of ``func`` in binding order, one entry per contiguous run."""
-    seen = []
-    for block in func.body.blocks:
-        for binding in block.bindings:
-            tag = instance_tag(str(binding.var.name))
-            if tag is not None and (not seen or seen[-1] != tag):
-                seen.append(tag)
-    return seen
 
 
 def plan_order(mod) -> list[tuple[int, int]]:
@@ -51,7 +41,7 @@ def test_final_module_runs_graphturbos_order(mobilenet, engine):
         final, report = p.rewrite(mobilenet, tvm.target.Target("llvm"))
     order = plan_order(final)
     assert len(order) == 45
-    assert instance_sequence(final["main"]) == order
+    assert instance_runs(final["main"]) == order
     assert report["schedule"]["params"]["ordered"] == len(order)
 
 

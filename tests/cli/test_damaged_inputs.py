@@ -31,21 +31,15 @@ DAMAGE = {"truncated": truncated, "flipped": flipped}
 
 
 @pytest.mark.parametrize("damage", DAMAGE)
-def test_a_damaged_schedule_file_is_one_line_exit_2(built, damage, tmp_path, capsys):
-    model, schedule, _ = built
-    bad = tmp_path / f"{damage}.json"
-    bad.write_bytes(DAMAGE[damage](schedule.read_bytes()))
-    assert main(["run", "--model", str(model), "--repeat", "1", "--schedule", str(bad)]) == 2
-    _one_line(capsys.readouterr().err, "run: error", str(bad))
-
-
-@pytest.mark.parametrize("damage", DAMAGE)
-def test_a_damaged_library_is_one_line_exit_2(built, damage, tmp_path, capsys):
-    model, _, lib = built
-    bad = tmp_path / f"{damage}.so"
-    bad.write_bytes(DAMAGE[damage](lib.read_bytes()))
-    # (cut short, the loader would map pages past its end: SIGBUS, no line at all)
-    assert main(["run", "--model", str(model), "--repeat", "1", "--lib", str(bad)]) == 2
+@pytest.mark.parametrize("option", ["--schedule", "--lib"])
+def test_a_damaged_schedule_file_or_library_is_one_line_exit_2(built, option, damage,
+                                                              tmp_path, capsys):
+    model, schedule, lib = built
+    source = schedule if option == "--schedule" else lib
+    bad = tmp_path / f"{damage}{source.suffix}"
+    bad.write_bytes(DAMAGE[damage](source.read_bytes()))
+    # (a library cut short: the loader would map pages past its end, SIGBUS, no line at all)
+    assert main(["run", "--model", str(model), "--repeat", "1", option, str(bad)]) == 2
     _one_line(capsys.readouterr().err, "run: error", str(bad))
 
 

@@ -4,20 +4,11 @@ import pytest
 from tvm_ios import models
 from tvm_ios.graphturbo.hwspec import HardwareSpec
 from tvm_ios.passes.graphturbo_attr import load
-from tvm_ios.passes.instance_emitter import instance_tag
+from tvm_ios.passes.instance_emitter import instance_runs
 from tvm_ios.passes.order_instances import OrderInstances
 from tvm_ios.passes.split_instances import SplitInstances
 from tvm_ios.runtime.compare import compare_modules
 
-
-def instance_sequence(func):
-    seen = []
-    for block in func.body.blocks:
-        for binding in block.bindings:
-            tag = instance_tag(str(binding.var.name))
-            if tag is not None and (not seen or seen[-1] != tag):
-                seen.append(tag)
-    return seen
 
 
 @pytest.mark.parametrize("order", ["bfs", "dfs"])
@@ -28,9 +19,9 @@ def test_bindings_follow_the_plan_order(order):
     plan = load(split, "main")["plan"]
     tags = {i["id"]: (i["sg"], i["k"]) for i in plan["split"]["instances"]}
     expected = [tags[i] for i in plan["order"]]
-    assert instance_sequence(split["main"]) == sorted(expected)
+    assert instance_runs(split["main"]) == sorted(expected)
     ordered = OrderInstances()(split)
-    assert instance_sequence(ordered["main"]) == expected
+    assert instance_runs(ordered["main"]) == expected
     assert load(ordered, "main")["emitted"] == order
     assert compare_modules(mod, ordered, params).max_abs_diff < 1e-4
 

@@ -20,7 +20,7 @@ from .. import _tvm
 from ..graphturbo.tensor_regions import full_box, input_box, intersect, window_range
 from ..graphturbo.splitinfo import SGContext, partition
 
-__all__ = ["InstanceEmitter", "instance_tag", "TAG"]
+__all__ = ["InstanceEmitter", "instance_tag", "instance_runs", "TAG"]
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +31,18 @@ def instance_tag(name: str) -> tuple[int, int] | None:
     """``(sg, k)`` of a variable emitted for an instance, or None."""
     match = TAG.match(name)
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def instance_runs(func) -> list[tuple[int, int]]:
+    """The instances of ``func`` in binding order, one ``(sg, k)`` per contiguous run of
+    their bindings (an instance split by other bindings appears more than once)."""
+    runs = []
+    for block in func.body.blocks:
+        for binding in block.bindings:
+            tag = instance_tag(_tvm.var_name(binding.var))
+            if tag is not None and (not runs or runs[-1] != tag):
+                runs.append(tag)
+    return runs
 
 
 @_tvm.mutator
