@@ -22,11 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 from tvm_ios.cost.log import MeasureLog
 from tvm_ios.testing.faults import (add_partial_line, cli, corrupt_kernel_db, first_error,
-                                    flipped, kill_when_written, log_keys, pad_log,
+                                    flipped, kill_when_written, log_keys, onnx_with_op, pad_log,
                                     start_appenders, start_cli, tiny_onnx, truncated,
                                     tune_argv, tune_counts, tune_kernels_argv, tuned_trials)
 
@@ -69,19 +67,6 @@ def bad_inputs(work: Path, model: Path) -> list[dict]:
     return rows + issue_inputs(work)
 
 
-def _det_onnx(path: Path) -> Path:
-    """An ONNX model whose second op (``Det``) TVM's ONNX frontend lacks."""
-    from onnx import TensorProto, helper, numpy_helper, save
-
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Det", ["h"], ["y"])]
-    graph = helper.make_graph(
-        nodes, "det", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [numpy_helper.from_array(np.ones((3, 3), "float32"), "w")])
-    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
-    return path
-
-
 def issue_inputs(work: Path) -> list[dict]:
     """The bad inputs issue 61 found answered with a traceback or silently: an op the
     frontend lacks, a stale schedule and kernels tuned for another target (under
@@ -95,7 +80,7 @@ def issue_inputs(work: Path) -> list[dict]:
     other = KernelDB(work / "other-db", target={"kind": "llvm", "num-cores": 64}, create=True)
     return [
         _answer("ONNX model with an op TVM's frontend lacks (Det) (tvm-ios run --model)",
-                ["run", "--model", _det_onnx(work / "det.onnx"), "--repeat", "1"], work),
+                ["run", "--model", onnx_with_op(work / "det.onnx"), "--repeat", "1"], work),
         _answer("schedule of another model (tvm-ios run --schedule --strict)",
                 ["run", "--model", "mobilenet_v2", "--image-size", "8", "--repeat", "1",
                  "--schedule", stale, "--strict"], work),

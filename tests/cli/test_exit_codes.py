@@ -15,7 +15,7 @@ from tvm_ios.tuning.kernel_db import KernelDB
 from tvm_ios.pipelining.eps import check_places, parse_eps
 from tvm_ios.relax_pipeline import pipeline
 from tvm_ios.runtime.compare import Comparison
-from tvm_ios.testing.faults import flipped
+from tvm_ios.testing.faults import flipped, onnx_with_op
 
 SMALL = ["--model", "squeezenet", "--image-size", "17"]
 RUN = ["run", *SMALL, "--repeat", "1"]
@@ -69,27 +69,18 @@ def test_the_worst_output_is_named_relative_to_its_scale():
     check_outputs(zero, 1e-3, "m")  # an all-zero reference: compared against eps
 
 
-def _onnx_model(path, op: str = "Det"):
-    onnx = pytest.importorskip("onnx")
-    helper, proto = onnx.helper, onnx.TensorProto
-    weight = helper.make_tensor("w", proto.FLOAT, [3, 3], np.ones(9, "float32"))
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node(op, ["h"], ["y"])],
-        "g", [helper.make_tensor_value_info("x", proto.FLOAT, [3, 3])],
-        [helper.make_tensor_value_info("y", proto.FLOAT, None)], initializer=[weight])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
-
 
 def test_an_op_the_frontend_lacks_is_one_line_exit_2(tmp_path, capsys):
-    model = _onnx_model(tmp_path / "det.onnx")
+    pytest.importorskip("onnx")
+    model = onnx_with_op(tmp_path / "det.onnx")
     assert main(["run", "--model", str(model), "--repeat", "1"]) == 2
     _one_line(capsys.readouterr().err, "det.onnx", "ONNX", "Det", "not supported")
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "garbage", "empty", "missing"])
 def test_a_damaged_model_file_is_one_line_exit_2(damage, tmp_path, capsys):
-    model = _onnx_model(tmp_path / "m.onnx", op="Relu")
+    pytest.importorskip("onnx")
+    model = onnx_with_op(tmp_path / "m.onnx", op="Relu")
     data = model.read_bytes()
     if damage == "missing":
         model.unlink()

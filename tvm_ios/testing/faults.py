@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ROOT", "tiny_onnx", "cli", "start_cli", "kill_when_written", "add_partial_line",
+__all__ = ["ROOT", "tiny_onnx", "onnx_with_op",
+           "cli", "start_cli", "kill_when_written", "add_partial_line",
            "truncated", "flipped", "first_error", "tune_counts", "tuned_trials",
            "log_keys", "pad_log", "corrupt_kernel_db", "tune_argv", "tune_kernels_argv",
            "start_appenders"]
@@ -42,6 +43,20 @@ def tiny_onnx(path, seed: int = 0) -> Path:
              helper.make_node("Add", ["ar", "br"], ["y"])]
     value = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 8, 8, 8]) for n in "xy"]
     graph = helper.make_graph(nodes, "tiny", value[:1], value[1:], weights)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return Path(path)
+
+
+def onnx_with_op(path, op: str = "Det") -> Path:
+    """Write an ONNX model of a 3x3 ``MatMul`` then ``op`` of its result (``Det``, which TVM's
+    ONNX frontend lacks, by default). Needs onnx."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node(op, ["h"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones((3, 3), "float32"), "w")])
     save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     return Path(path)
 
@@ -130,7 +145,8 @@ def kill_when_written(proc: subprocess.Popen, path, lines: int = 1,
     path, deadline = Path(path), time.monotonic() + timeout
     while _lines(path) < lines:
         if proc.poll() is not None or time.monotonic() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
             raise RuntimeError(f"{path} held {_lines(path)} lines when the process ended "
                                f"(exit {proc.poll()}), {lines} awaited")
         time.sleep(0.02)
