@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import logging
+import os
+import sys
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -384,10 +387,36 @@ def foreign_ms_handlers_detached() -> Iterator[list]:
                 log.addHandler(handler)
 
 
+#: Files of frames that hold no module: :func:`inspect.getmodule` scans all of ``sys.modules``
+#: for each such frame it is asked about (it caches only the files it finds).
+_MODULELESS_FILES = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>",
+                     "<string>", "<ast>")
+
+
+def load_tensor_intrinsics() -> None:
+    """Import ``tvm.s_tir.tensor_intrin`` (which every meta_schedule ``TuneContext`` imports)
+    in seconds, not a minute: each of its ~250 TVMScript functions calls ``inspect.stack()``,
+    and for each frame of the import machinery ``inspect.getmodule`` scanned the ~2000 modules
+    loaded (59 s here, once per tuning process); told that those frames have no module (what
+    the scan found), the import takes 7 s. Inspect's cache is left as it was."""
+    if "tvm.s_tir.tensor_intrin" in sys.modules:
+        return
+    added = [f for f in (os.path.normcase(os.path.abspath(n)) for n in _MODULELESS_FILES)
+             if f not in inspect.modulesbyfile]
+    inspect.modulesbyfile.update(dict.fromkeys(added, "<no module>"))
+    try:
+        importlib.import_module("tvm.s_tir.tensor_intrin")
+    finally:
+        for file in added:
+            inspect.modulesbyfile.pop(file, None)
+
+
 def tune_contexts(tasks, work_dir: str, **kwargs):
     """``(contexts, weights)`` for extracted tasks
     (``ms.relax_integration.extracted_tasks_to_tune_contexts``), whatever handlers the user's
-    logging has put on meta_schedule's logger (:func:`foreign_ms_handlers_detached`)."""
+    logging has put on meta_schedule's logger (:func:`foreign_ms_handlers_detached`); TVM's
+    tensor intrinsics loaded first (:func:`load_tensor_intrinsics`)."""
+    load_tensor_intrinsics()
     with foreign_ms_handlers_detached():
         return __getattr__("ms").relax_integration.extracted_tasks_to_tune_contexts(
             tasks, work_dir, **kwargs)
