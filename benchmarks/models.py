@@ -89,6 +89,14 @@ def _tune(run_args, label: str, mod, info: dict) -> None:
                       "seconds": round(time.perf_counter() - start, 1)}
 
 
+def _database_tuning(kernels) -> dict | None:
+    """What the database's tuning runs took, in this run or before it (its ``target.json``):
+    seconds and trials summed over runs and variants."""
+    runs = kernels.meta.get("tuning", []) if kernels is not None else []
+    return {"runs": len(runs), "seconds": round(sum(r.get("wall_s", 0) for r in runs), 1),
+            "trials": sum(r.get("trials", 0) for r in runs)} if runs else None
+
+
 def _ios_build(run_args, label: str, mod, params, info: dict):
     """What ``tvm-ios run`` builds: the pipeline's rewrite of the bound module, compiled."""
     kernels = kernels_of(run_args, label, mod)
@@ -99,6 +107,7 @@ def _ios_build(run_args, label: str, mod, params, info: dict):
     executable = build_module(rewritten, target)
     info["compile_seconds"] = round(time.perf_counter() - start, 1)
     info["kernels"] = str(kernels.path) if kernels is not None else None
+    info["database_tuning"] = _database_tuning(kernels)
     info.update(_schedule_info(report))
     return bound, kernels, executable
 

@@ -120,4 +120,11 @@ def render(document: dict, source: str) -> str:
     lines += ["", "Timing: " + ", ".join(
         f"{name} {entry.get('seconds', 0):.0f} s" for name, entry in results["archs"].items())
         + " (import, tuning, builds and timing)."]
+    tuned = {name: entry["info"]["database_tuning"] for name, entry in results["archs"].items()
+             if (entry.get("info") or {}).get("database_tuning")}
+    if tuned:
+        lines += ["", "Tuning behind the kernel databases used (this run's and earlier "
+                  "`--tune` runs into the cache, from each database's `target.json`): " + ", ".join(
+                      f"{name} {t['seconds']:.0f} s ({t['trials']} trials)"
+                      for name, t in tuned.items()) + "."]
     return "\n".join(lines) + "\n"

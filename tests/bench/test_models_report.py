@@ -52,3 +52,13 @@ def test_a_run_that_wins_everywhere_says_so(monkeypatch):
     report = _report(monkeypatch)
     page = report.render(_doc({"fast": _entry([1.0], [2.0], [3.0])}), "models.json")
     assert "Nowhere in this run" in page
+
+
+def test_the_tuning_behind_each_database_is_stated(monkeypatch):
+    report = _report(monkeypatch)
+    tuned = _entry([1.0], [2.0], [3.0], kernels="db")
+    tuned["info"]["database_tuning"] = {"runs": 8, "seconds": 399.4, "trials": 300}
+    page = report.render(_doc({"tuned": tuned, "untuned": _entry([1.0], [2.0], [3.0])}),
+                         "models.json")
+    line = next(x for x in page.splitlines() if x.startswith("Tuning behind"))
+    assert "tuned 399 s (300 trials)" in line and "untuned" not in line
