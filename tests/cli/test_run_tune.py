@@ -1,6 +1,7 @@
 """``tvm-ios run --tune SECONDS``: a budget becomes trials added to what the cache holds; the
 run then uses the kernels it tuned."""
 import json
+import threading
 
 import pytest
 
@@ -21,9 +22,17 @@ def test_a_budget_buys_trials_on_top_of_what_the_database_holds():
 def test_run_tunes_into_the_cache_then_runs_with_those_kernels(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TVM_IOS_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "r.json"
-    assert main(["run", "--model", "squeezenet", "--image-size", "32", "--engine", "rprogram",
-                 "--tune", "20", "--repeat", "1", "--json", str(out)]) == 0
-    err = capsys.readouterr().err
+    codes = []  # in a thread of its own: a TVM thread pool not sized yet, as in a new process
+    worker = threading.Thread(target=lambda: codes.append(main([
+        "run", "--model", "squeezenet", "--image-size", "32", "--engine", "rprogram",
+        "--tune", "20", "--repeat", "1", "--json", str(out)])))
+    worker.start()
+    worker.join()
+    assert codes == [0]
+    printed = capsys.readouterr()
+    err = printed.err
+    # the pool sized before tuning: one sized after kept 1 worker (1 vEU, no rProgram)
+    assert "sequential: 1 vEU" not in printed.out and "rProgram main" in printed.out
     assert "tuned squeezenet's kernels to" in err and str(tmp_path / "cache") in err
     (db,) = (tmp_path / "cache" / "kernels").glob("*/squeezenet-*/target.json")
     record = json.loads(out.read_text())

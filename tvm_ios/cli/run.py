@@ -65,13 +65,15 @@ def run(args) -> int:
     if missing and not args.lib:
         raise BadInput(missing)
     mod, params, name = load_model(args)
+    # sized before tuning: a pool first sized after meta_schedule ran keeps one worker (TVM
+    # 0.27), and the rProgram engine then had 1 vEU and the sequential schedule
+    size_thread_pool(args.target)
     if getattr(args, "tune", None) and not args.lib:
         from .run_tune import tune_first
 
         code = tune_first(args, name, mod)
         if code:
             return code
-    size_thread_pool(args.target)
     if args.lib:
         result, doc, label = _run_library(args, mod, params)
     else:
