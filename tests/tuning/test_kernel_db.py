@@ -8,6 +8,7 @@ from tvm.script import ir as I
 from tvm.script import tirx as T
 
 from tvm_ios import _tvm
+from tvm_ios.tuning.cpu_compat import disabled_groups
 from tvm_ios.tuning.kernel_db import (KernelDB, KernelDBError, host_target, open_kernels,
                                        runs_here, serial_target, target_name)
 
@@ -51,7 +52,8 @@ def _db_with_one_record(path, target, variant="parallel", secs=1e-6):
 def test_targets_are_this_cpu_and_named_by_it():
     target = host_target(2)
     assert target.attrs["mcpu"] == tvm.target.codegen.llvm_get_system_cpu()
-    assert target_name(target) == f"llvm-{target.attrs['mcpu']}-2c"
+    masked = "".join(f"-no-{g}" for g in disabled_groups(target.attrs.get("mattr")))
+    assert target_name(target) == f"llvm-{target.attrs['mcpu']}{masked}-2c"
     assert int(serial_target(target).attrs["num-cores"]) == 1
 
 

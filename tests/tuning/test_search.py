@@ -56,6 +56,10 @@ def test_tuning_writes_records_and_resumes(model, tuned):
     assert [r.variant for r in reports] == ["parallel", "serial", "packed", "serial-packed"]
     assert cli_variants == VARIANTS
     assert all(r.records >= 4 for r in reports)
+    for variant in VARIANTS:  # timed, not failed: a candidate that died records 1e10 s
+        secs = [min(float(x) for x in r.run_secs)
+                for r in kernels.database(variant).get_all_tuning_records() if r.run_secs]
+        assert secs and min(secs) < 1.0, (variant, secs[:4])
     again = tune_kernels(model, kernels, trials=4)
     assert all(r.trials == 0 for r in again)  # enough records: nothing measured again
     assert kernels.meta["target"]["mcpu"] == tvm.target.codegen.llvm_get_system_cpu()

@@ -15,18 +15,77 @@ ones many times over; only the ranking of the candidates was measured on the oth
 
 Such a database is applied with a warning and the build targets the database's CPU (code
 this CPU runs); ``tvm-ios tune-kernels`` makes one ranked here.
+
+LLVM names this CPU by its model (``znver4``), and a model implies its instruction sets; a
+virtual machine may hide some of them (a Zen 4 VM without AVX-512: code built for
+``znver4`` died of an illegal instruction, every tuning candidate with it).
+:func:`hidden_features` compares the vector features LLVM gives the model with the flags the
+operating system reports (``/proc/cpuinfo``); the host target turns the hidden ones off
+(``mattr``), so its code runs, and its databases are its own.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
+
 from .. import _tvm
 
-__all__ = ["incompatibility", "TUNING_HINTS"]
+__all__ = ["incompatibility", "TUNING_HINTS", "CHECKED", "os_cpu_flags", "hidden_features",
+           "disabled_groups"]
 
 #: Prefixes (and names) of LLVM x86 features that are tuning hints, not instructions.
 TUNING_HINTS = ("false-deps-", "fast-", "faster-", "slow-", "no-bypass-delay", "prefer-",
                 "tuning-", "idivl-", "idivq-", "lea-", "pad-short-", "avoid-", "allow-light-",
                 "use-glm-", "use-slm-", "sbb-dep-", "branch-hint", "macrofusion",
                 "branchfusion", "ermsb", "fsrm")
+
+
+#: Prefixes of the LLVM x86 features compared with the operating system's flags: the vector
+#: instruction sets generated code uses, whose names the two spell alike but for ``_.-``
+#: (``avx512vnni``/``avx512_vnni``, ``amx-tile``/``amx_tile``). AVX10 is spelled otherwise.
+CHECKED = ("avx", "amx", "fma", "f16c", "vaes", "vpclmulqdq", "gfni")
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "").replace(".", "").replace("-", "")
+
+
+@lru_cache(maxsize=None)
+def os_cpu_flags(path: str = "/proc/cpuinfo") -> frozenset | None:
+    """The CPU flags the operating system reports (Linux x86: the first ``flags`` line of
+    ``path``), spelled as :func:`hidden_features` compares them; None where it reports none
+    (another OS or architecture: nothing is then taken to be hidden)."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(_norm(flag) for flag in value.split())
+    return None
+
+
+def hidden_features(features, flags) -> list[str]:
+    """The vector features (:data:`CHECKED`) in LLVM's ``features`` of a CPU model that
+    ``flags`` (:func:`os_cpu_flags`) lacks: instructions the model has but this machine does
+    not run. ``flags`` None: none."""
+    if flags is None:
+        return []
+    return sorted(f for f in isa_features(features)
+                  if f.startswith(CHECKED) and not f.startswith("avx10") and _norm(f) not in flags)
+
+
+def disabled_groups(mattr) -> list[str]:
+    """The families of the features ``mattr`` turns off (``-avx512f``, ``-avx512bw``:
+    ``avx512``), for a target's directory name."""
+    groups = set()
+    for attr in mattr or ():
+        attr = str(attr)
+        if attr.startswith("-"):
+            name = attr[1:]
+            groups.add(next((g for g in ("avx512", "amx") if name.startswith(g)), name))
+    return sorted(groups)
 
 
 def isa_features(features) -> set:

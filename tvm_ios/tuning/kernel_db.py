@@ -29,12 +29,13 @@ import hashlib
 import json
 import logging
 import shutil
+from functools import lru_cache
 from pathlib import Path
 
 from .. import _tvm
 from . import records as db_records
 from ..kernels.blocked_conv import parse_layout
-from .cpu_compat import incompatibility
+from .cpu_compat import disabled_groups, hidden_features, incompatibility, os_cpu_flags
 
 __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_name",
            "open_kernels", "runs_here", "find_kernels", "default_kernels_dir", "MATCH_KEYS",
@@ -56,14 +57,30 @@ class KernelDBError(ValueError):
 
 
 def host_target(num_cores: int | None = None):
-    """The llvm target of this CPU: ``mcpu`` as LLVM detects it, ``num-cores`` = usable cores.
+    """The llvm target of this CPU: ``mcpu`` as LLVM detects it, ``num-cores`` = usable cores,
+    and ``mattr`` turning off what the model has but this machine hides
+    (:func:`~.cpu_compat.hidden_features`: AVX-512 on a Zen 4 VM that masks it).
 
     (A string target with flags is rejected by TVM 0.27 and ``mcpu=native`` falls back to
     a generic CPU, so the target is a dict.)
     """
     cores = num_cores or len(_tvm.usable_cores())
-    return _tvm.make_target({"kind": "llvm", "mcpu": _tvm.llvm_system_cpu(),
-                             "num-cores": int(cores)})
+    spec = {"kind": "llvm", "mcpu": _tvm.llvm_system_cpu(), "num-cores": int(cores)}
+    hidden = _hidden_here(spec["mcpu"])
+    if hidden:
+        spec["mattr"] = [f"-{feature}" for feature in hidden]
+    return _tvm.make_target(spec)
+
+
+@lru_cache(maxsize=None)
+def _hidden_here(mcpu: str) -> tuple:
+    """The features of ``mcpu`` this machine hides (logged once)."""
+    model = _tvm.llvm_cpu_features(_tvm.make_target({"kind": "llvm", "mcpu": mcpu}))
+    hidden = tuple(hidden_features(model, os_cpu_flags()))
+    if hidden:
+        logger.info("this %s hides %s (not in /proc/cpuinfo): kernels are built without them",
+                    mcpu, ", ".join(hidden))
+    return hidden
 
 
 def serial_target(target):
@@ -74,9 +91,11 @@ def serial_target(target):
 
 
 def target_name(target) -> str:
-    """A directory name for a target: ``llvm-<mcpu>-<cores>c`` (``llvm-znver4-2c``)."""
+    """A directory name for a target: ``llvm-<mcpu>[-no-<family>...]-<cores>c``
+    (``llvm-znver4-2c``; ``llvm-znver4-no-avx512-2c`` where ``mattr`` turns AVX-512 off)."""
     spec = _tvm.target_to_dict(_tvm.make_target(target))
     parts = [spec.get("kind", "llvm"), spec.get("mcpu") or "generic"]
+    parts += [f"no-{group}" for group in disabled_groups(spec.get("mattr"))]
     if spec.get("num-cores"):
         parts.append(f"{spec['num-cores']}c")
     return "-".join(str(p) for p in parts)
@@ -280,6 +299,8 @@ def find_kernels(model: str, image_size: int | None, target=None,
     if path.is_dir():
         return path
     others = [p.parent for p in sorted(path.parents[1].glob(f"*/{path.name}/target.json"))]
+    mcpu = str(_tvm.make_target(target or host_target()).attrs.get("mcpu", ""))
+    others.sort(key=lambda p: p.parent.name.split("-")[1:2] != [mcpu])  # this CPU model's first
     return next((p for p in others if runs_here(p, target)), others[0] if others else None)
 
 
