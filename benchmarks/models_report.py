@@ -82,8 +82,31 @@ def _why(name: str, entry: dict) -> str | None:
                      f"{best[0]}'s own kernels beat; `tvm-ios run --tune SECONDS` tunes them.")
     else:
         parts.append(f"{info['kernels_tuned']} of {info['kernels_total']} kernels have a "
-                     "tuned record.")
+                     "tuned record" + _tuning(info) + ".")
+        parts += _tuned_split(cols, ours, best)
     return " ".join(parts)
+
+
+def _tuning(info: dict) -> str:
+    t = info.get("database_tuning") or {}
+    return f" ({t['trials']} trials in {t['seconds']:.0f} s)" if t.get("trials") else ""
+
+
+def _tuned_split(cols: dict, ours: float, best: tuple) -> list[str]:
+    """Whether the kernels or the schedule lose: TVM's tuned sequential build runs the same
+    kernels one after another."""
+    seq = cols.get("TVM tuned sequential", {}).get("median_ms")
+    if not seq or best[0] == "TVM tuned sequential":
+        if seq:
+            return [f"With the same tuned kernels in turn TVM takes {seq:.2f} ms: the "
+                    f"concurrent stages cost more than they save here ({seq / ours:.2f}x)."]
+        return []
+    kernels = (f"TVM's tuned sequential build, the same kernels in turn, takes {seq:.2f} ms: "
+               f"the kernels are {seq / best[1]:.1f}x slower than {best[0]}'s (a few trials "
+               "per kernel; more `--tune` seconds rank more candidates)")
+    schedule = (f"and the schedule gives {seq / ours:.2f}x over it" if ours <= seq else
+                f"and the concurrent stages cost more than they save ({seq / ours:.2f}x)")
+    return [f"{kernels}, {schedule}."]
 
 
 def _header(prov: dict, results: dict, source: str) -> list[str]:

@@ -62,3 +62,18 @@ def test_the_tuning_behind_each_database_is_stated(monkeypatch):
                          "models.json")
     line = next(x for x in page.splitlines() if x.startswith("Tuning behind"))
     assert "tuned 399 s (300 trials)" in line and "untuned" not in line
+
+
+def test_a_tuned_loss_says_whether_the_kernels_or_the_schedule_lose(monkeypatch):
+    report = _report(monkeypatch)
+    entry = _entry([6.0], [12.0], [2.0], kernels="db")
+    entry["info"]["database_tuning"] = {"runs": 1, "seconds": 300.0, "trials": 200}
+    entry["columns"]["TVM tuned sequential"] = {"median_ms": 8.0, "round_ms": [8.0],
+                                                "max_abs_diff": 0.0, "max_abs_reference": 1.0}
+    why = report.render(_doc({"m": entry}), "models.json").split("## Where we lose")[1]
+    assert "3 of 18 kernels have a tuned record (200 trials in 300 s)" in why
+    assert "takes 8.00 ms: the kernels are 4.0x slower than ONNX Runtime's" in why
+    assert "the schedule gives 1.33x over it" in why
+    entry["columns"]["tvm-ios rProgram"]["median_ms"] = 10.0
+    why = report.render(_doc({"m": entry}), "models.json").split("## Where we lose")[1]
+    assert "the concurrent stages cost more than they save (0.80x)" in why

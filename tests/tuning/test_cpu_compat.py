@@ -60,3 +60,15 @@ def test_a_target_without_hidden_features_is_named_and_matched_apart():
     unmasked = {k: v for k, v in masked.items() if k != "mattr"}
     assert target_name(unmasked) == "llvm-znver4-2c"
     assert incompatibility(unmasked, masked).startswith("mattr")  # AVX-512 code: not here
+
+
+def test_only_a_target_that_turns_features_off_takes_an_unmasked_ones_schedules():
+    from tvm_ios.tuning.cpu_compat import schedules_fit
+
+    zen4 = {"kind": "llvm", "mcpu": "znver4", "num-cores": 2}
+    masked = {**zen4, "mattr": ["-avx512f"]}
+    assert schedules_fit(zen4, masked)
+    assert not schedules_fit(masked, zen4) and not schedules_fit(zen4, zen4)
+    assert not schedules_fit(zen4, {**masked, "num-cores": 4})
+    assert not schedules_fit(zen4, {**zen4, "mattr": ["+avx512f"]})
+    assert not schedules_fit({**zen4, "mcpu": "graniterapids"}, masked)  # AMX: not a Zen 4

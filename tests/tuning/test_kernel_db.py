@@ -71,6 +71,24 @@ def test_database_for_a_cpu_that_cannot_run_it_warns_naming_both_and_is_not_appl
     assert not runs_here(tmp_path, older) and runs_here(tmp_path, newer)
 
 
+def test_a_vm_hiding_avx512_builds_the_schedules_of_its_cpu_models_database(tmp_path, caplog):
+    zen4 = {"kind": "llvm", "mcpu": "znver4", "num-cores": 2}
+    masked = {**zen4, "mattr": ["-avx512f", "-avx512bw", "-avx512vl", "-gfni"]}
+    _db_with_one_record(tmp_path / "zen4", zen4)
+    with caplog.at_level(logging.WARNING):
+        kernels = open_kernels(tmp_path / "zen4", masked)
+    assert kernels is not None and kernels.matches(masked)  # built for this machine
+    assert kernels.name == "llvm-znver4-no-avx512-no-gfni-2c"
+    assert "hides avx512, gfni" in caplog.text and "schedules" in caplog.text
+    assert runs_here(tmp_path / "zen4", masked)
+    assert kernels.best_us("parallel", AddOne["main"]) == pytest.approx(1.0)  # its records
+    # another model's database (Sapphire Rapids: AMX) does not fit, nor the other way round
+    KernelDB(tmp_path / "spr", {**zen4, "mcpu": "sapphirerapids"}, create=True)
+    assert open_kernels(tmp_path / "spr", masked) is None
+    KernelDB(tmp_path / "vm", masked, create=True)
+    assert open_kernels(tmp_path / "vm", zen4) is None
+
+
 def test_database_of_an_older_cpu_of_the_line_is_applied_with_a_warning(tmp_path, caplog):
     older = {"kind": "llvm", "mcpu": "x86-64-v2", "num-cores": 2}
     KernelDB(tmp_path, older, create=True)

@@ -21,7 +21,9 @@ virtual machine may hide some of them (a Zen 4 VM without AVX-512: code built fo
 ``znver4`` died of an illegal instruction, every tuning candidate with it).
 :func:`hidden_features` compares the vector features LLVM gives the model with the flags the
 operating system reports (``/proc/cpuinfo``); the host target turns the hidden ones off
-(``mattr``), so its code runs, and its databases are its own.
+(``mattr``), so its code runs, and its databases are its own. A database tuned where nothing
+was hidden still serves it (:func:`schedules_fit`): records are schedules, not code, so its
+kernels are built for this machine's target, without the hidden instructions.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from pathlib import Path
 from .. import _tvm
 
 __all__ = ["incompatibility", "TUNING_HINTS", "CHECKED", "os_cpu_flags", "hidden_features",
-           "disabled_groups"]
+           "disabled_groups", "schedules_fit"]
 
 #: Prefixes (and names) of LLVM x86 features that are tuning hints, not instructions.
 TUNING_HINTS = ("false-deps-", "fast-", "faster-", "slow-", "no-bypass-delay", "prefer-",
@@ -118,3 +120,15 @@ def incompatibility(tuned, here) -> str | None:
     if lacking:
         return f"{b.get('mcpu') or 'this CPU'} lacks {', '.join(sorted(lacking)[:6])}"
     return None
+
+
+def schedules_fit(tuned, here) -> bool:
+    """Whether a database tuned for ``tuned`` serves ``here`` rebuilt for ``here``: ``here``
+    is the same kind of machine but for features its ``mattr`` turns off (a VM hiding
+    AVX-512) and ``tuned`` turns none off. Its schedules (loop tilings, vector lengths) then
+    build for ``here``, where LLVM splits the vectors the hidden instructions would take."""
+    a, b = _spec(tuned), _spec(here)
+    off = [str(m) for m in b.get("mattr") or ()]
+    if a.get("mattr") or not off or not all(m.startswith("-") for m in off):
+        return False
+    return incompatibility({**a, "mattr": off}, b) is None

@@ -35,7 +35,8 @@ from pathlib import Path
 from .. import _tvm
 from . import records as db_records
 from ..kernels.blocked_conv import parse_layout
-from .cpu_compat import disabled_groups, hidden_features, incompatibility, os_cpu_flags
+from .cpu_compat import (disabled_groups, hidden_features, incompatibility, os_cpu_flags,
+                         schedules_fit)
 
 __all__ = ["KernelDB", "KernelDBError", "host_target", "serial_target", "target_name",
            "open_kernels", "runs_here", "find_kernels", "default_kernels_dir", "MATCH_KEYS",
@@ -306,16 +307,20 @@ def find_kernels(model: str, image_size: int | None, target=None,
 
 def runs_here(path, target=None) -> bool:
     """Whether the database at ``path`` fits ``target`` (default :func:`host_target`) or was
-    tuned for a CPU whose code it runs."""
+    tuned for a CPU whose code it runs, or whose schedules it builds (:func:`schedules_fit`)."""
     db = KernelDB(path)
-    return incompatibility(db.target, _tvm.make_target(target or host_target())) is None
+    here = _tvm.make_target(target or host_target())
+    return incompatibility(db.target, here) is None or schedules_fit(db.target, here)
 
 
 def open_kernels(path, target=None, quiet_missing: bool = False) -> KernelDB | None:
     """The kernel database at ``path`` if it fits ``target`` (default :func:`host_target`).
 
     A database tuned for another CPU whose code this one runs (:mod:`~.cpu_compat`) is
-    returned with a warning naming both; builds then target the database's CPU. Returns
+    returned with a warning naming both; builds then target the database's CPU. One tuned
+    for this CPU model where it hid nothing, ``target`` hiding features (a VM masking
+    AVX-512: :func:`~.cpu_compat.schedules_fit`), is returned with a warning and its
+    ``target`` set to this one: its schedules are built without the hidden instructions. Returns
     None, with a warning naming both targets and what differs, when it was tuned for a
     target whose code cannot run here (the build then stays untuned), and None when
     ``path`` does not exist and ``quiet_missing`` is set (an automatic look-up found nothing).
@@ -335,6 +340,12 @@ def open_kernels(path, target=None, quiet_missing: bool = False) -> KernelDB | N
         logger.warning("kernel database %s was tuned for target %s, this build is for %s, "
                        "which runs its code: applying it, built for %s (`tvm-ios "
                        "tune-kernels` ranks kernels on this CPU)", path, tuned, this, db.name)
+        return db
+    if schedules_fit(db.target, here):
+        logger.warning("kernel database %s was tuned for target %s, this machine hides %s: "
+                       "applying its schedules, built for %s", path, tuned,
+                       ", ".join(disabled_groups(here.attrs.get("mattr"))), this)
+        db.target = here
         return db
     logger.warning("kernel database %s was tuned for target %s, this build is for %s (%s): "
                    "building untuned", path, tuned, this, why)
