@@ -96,11 +96,11 @@ def _tuned_split(cols: dict, ours: float, best: tuple) -> list[str]:
     """Whether the kernels or the schedule lose: TVM's tuned sequential build runs the same
     kernels one after another."""
     seq = cols.get("TVM tuned sequential", {}).get("median_ms")
-    if not seq or best[0] == "TVM tuned sequential":
-        if seq:
-            return [f"With the same tuned kernels in turn TVM takes {seq:.2f} ms: the "
-                    f"concurrent stages cost more than they save here ({seq / ours:.2f}x)."]
+    if not seq:
         return []
+    if best[0] == "TVM tuned sequential":
+        return [f"With the same tuned kernels in turn TVM takes {seq:.2f} ms: the "
+                f"concurrent stages cost more than they save here ({seq / ours:.2f}x)."]
     kernels = (f"TVM's tuned sequential build, the same kernels in turn, takes {seq:.2f} ms: "
                f"the kernels are {seq / best[1]:.1f}x slower than {best[0]}'s (a few trials "
                "per kernel; more `--tune` seconds rank more candidates)")

@@ -301,7 +301,7 @@ def find_kernels(model: str, image_size: int | None, target=None,
         return path
     others = [p.parent for p in sorted(path.parents[1].glob(f"*/{path.name}/target.json"))]
     mcpu = str(_tvm.make_target(target or host_target()).attrs.get("mcpu", ""))
-    others.sort(key=lambda p: p.parent.name.split("-")[1:2] != [mcpu])  # this CPU model's first
+    others.sort(key=lambda p: not p.parent.name.startswith(f"llvm-{mcpu}-"))  # this model's first
     return next((p for p in others if runs_here(p, target)), others[0] if others else None)
 
 
