@@ -7,7 +7,7 @@ import pytest
 from tvm_ios.bench import gpu_pack
 from tvm_ios.bench.manifest import Manifest
 from tvm_ios.bench.pack import PackTooLarge
-from tvm_ios.cli.gpu_pack import load_model
+from tvm_ios.cli.gpu_pack import _models, load_model
 from tvm_ios.cli.main import main
 
 
@@ -16,8 +16,19 @@ def test_plan_covers_every_variant_of_the_quick_models():
     assert len(specs) == len(gpu_pack.QUICK_MODELS) * len(gpu_pack.VARIANTS)
     assert {s.variant for s in specs} == set(gpu_pack.VARIANTS)
     assert "squeezenet-64px-b1-ios-graphturbo" in {s.name for s in specs}
+    full = {s.name for s in gpu_pack.plan(gpu_pack.FULL_MODELS)}
+    assert "inception_v3-299px-b1-ios-rprogram" in full
+    assert not any(name.endswith("ios-graphturbo") for name in full)  # opt-in at full size
+    assert "inception_v3-299px-b1-ios-graphturbo" in {s.name for s in gpu_pack.plan(
+        gpu_pack.FULL_MODELS, ["ios-graphturbo"])}
     with pytest.raises(ValueError, match="unknown variants"):
         gpu_pack.plan({"dag": None}, ["ios-nothing"])
+
+
+def test_full_and_quick_keep_squeezenet_at_both_sizes():
+    pairs = _models(["full", "quick", "squeezenet@64"])
+    assert pairs.count(("squeezenet", None)) == 1 and pairs.count(("squeezenet", 64)) == 1
+    assert len(pairs) == len(gpu_pack.FULL_MODELS) + len(gpu_pack.QUICK_MODELS)
 
 
 def test_gpu_pack_of_llvm_artifacts(tmp_path, capsys):

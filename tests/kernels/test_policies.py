@@ -150,3 +150,25 @@ def test_ios_policy_on_a_gpu_places_groups_on_their_own_veus():
     ((_, program),) = ios_policy(graph, schedule, rops, VDEVICES["h100"], num_veus=2,
                                  balance=True)
     assert program.meta["placement"] == "groups"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_builders_keep_the_simulators_makespan(seed, monkeypatch):
+    """The policies time a plan by the builder's own finish times, not by simulating it
+    again each wave: the same makespan as the simulator, so the same plans."""
+    from tvm_ios.kernels import policies
+
+    graph = random_graph(seed, n=14, p=0.3)
+    rops = estimate_roperators(graph, "h100")
+    fast = wavefront_policy(graph, rops, VDEVICES["h100"])
+    simulated = []
+
+    def by_simulation(builder, launch_us):
+        if builder is None or not builder.program.num_tasks:
+            return 0.0
+        simulated.append(simulate(builder.program).makespan_us)
+        assert builder.makespan_us == pytest.approx(simulated[-1])
+        return simulated[-1] + launch_us
+    monkeypatch.setattr(policies, "_time", by_simulation)
+    slow = wavefront_policy(graph, rops, VDEVICES["h100"])
+    assert simulated and [p.to_dict() for p in fast] == [p.to_dict() for p in slow]

@@ -35,6 +35,11 @@ logger = logging.getLogger(__name__)
 #: and the rProgram engine (each concurrent stage one persistent kernel).
 VARIANTS = ("tvm-default", "ios-sequential", "ios-rprogram", "ios-graphturbo")
 LIBRARY, REFERENCE, KERNELS, NET = "model.so", "reference.npz", "kernels.fatbin", "net.json"
+#: What this process already made, by what determines it: a pack builds seven variants of
+#: each model on the same input and weights (one reference), several of them with the same
+#: CUDA source (TVM's kernels of the default and the CUDA-graph builds, say).
+_REFERENCES: dict = {}
+_FATBINS: dict = {}
 
 
 def argument_specs(mod, params: dict) -> tuple[list[dict], list[dict]]:
@@ -75,7 +80,7 @@ def _apply_variant(mod, variant: str, target, ios_options: dict, checks: bool = 
     if variant == "ios-graphturbo":  # GraphTurbo's instances as rTasks of rPrograms
         from ..passes.graphturbo_rprogram import GraphTurboRProgramPass
 
-        return GraphTurboRProgramPass(target=target)(mod), None
+        return GraphTurboRProgramPass(target=target, **ios_options)(mod), None
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     from ..cost.analytical import AnalyticalCostModel
@@ -131,9 +136,12 @@ def _compile_kernels(executable, target, out: Path) -> tuple[dict | None, dict]:
         raise RuntimeError("expected a CUDA module in the library, found none")
     files, modules = {}, []
     for i, source in enumerate(sources):
-        with target:
-            binary = nvcc.compile_cuda(source, target_format="fatbin", compiler="nvcc")
-        (out / _kernel_file(i)).write_bytes(bytes(binary))
+        key = (sha256_bytes(source.encode()), str(target))
+        if key not in _FATBINS:
+            with target:
+                _FATBINS[key] = bytes(nvcc.compile_cuda(source, target_format="fatbin",
+                                                        compiler="nvcc"))
+        (out / _kernel_file(i)).write_bytes(_FATBINS[key])
         role = "kernels" if i == 0 else f"kernels_{i}"
         files[role] = _kernel_file(i)
         modules.append({"role": role, "source_sha256": sha256_bytes(source.encode())})
@@ -144,13 +152,18 @@ def _compile_kernels(executable, target, out: Path) -> tuple[dict | None, dict]:
     return kernels, files
 
 
-def _reference(mod, inputs, weights, arrays, built=None) -> list[np.ndarray]:
-    """Outputs of TVM's default llvm build of the unrewritten module (``built`` if given)."""
-    if built is None:
+def _reference(mod, inputs, weights, arrays, recipes, built=None) -> list[np.ndarray]:
+    """Outputs of TVM's default llvm build of the unrewritten module (``built`` if given),
+    made once per module and tensor ``recipes`` in this process."""
+    if built is not None:
+        ordered = sorted(inputs + weights, key=lambda s: s["position"])
+        return flatten_outputs(compare.run(built, [arrays[s["name"]] for s in ordered]))
+    key = (_tvm.structural_hash(mod), sha256_bytes(json.dumps(recipes).encode()))
+    if key not in _REFERENCES:
         exe = compare.build(mod, "llvm", {w["name"]: arrays[w["name"]] for w in weights})
-        return flatten_outputs(compare.run(exe, [arrays[i["name"]] for i in inputs]))
-    ordered = sorted(inputs + weights, key=lambda s: s["position"])
-    return flatten_outputs(compare.run(built, [arrays[s["name"]] for s in ordered]))
+        _REFERENCES[key] = flatten_outputs(compare.run(exe, [arrays[i["name"]]
+                                                             for i in inputs]))
+    return [o.copy() for o in _REFERENCES[key]]
 
 
 def _versions() -> dict:
@@ -181,7 +194,8 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
         One of :data:`VARIANTS`.
     ios_options : dict, optional
         Options of ``IOSPass`` for ``ios-sequential`` (``max_group_size``, ...); for
-        ``ios-rprogram`` only ``device`` (of the cost model) and ``policy``.
+        ``ios-rprogram`` only ``device`` (of the cost model) and ``policy``; for
+        ``ios-graphturbo`` those of ``GraphTurboRProgramPass`` (``oversize``, ...).
     seed : int
         Seed of the input and weight recipes.
     tolerance : dict, optional
@@ -220,7 +234,8 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
     executable.export_library(str(out / LIBRARY))
     kernels, kernel_files = _compile_kernels(executable, target, out)
     same = variant == "tvm-default" and target.kind.name == "llvm"
-    outputs = _reference(mod, inputs, weights, arrays, executable if same else None)
+    outputs = _reference(mod, inputs, weights, arrays, input_recipes + weight_recipes,
+                         executable if same else None)
     np.savez(out / REFERENCE, *outputs)
     files = {"library": LIBRARY, "reference": REFERENCE, **kernel_files}
     if net is not None:

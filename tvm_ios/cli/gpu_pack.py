@@ -21,16 +21,19 @@ __all__ = ["add_parser", "handle", "load_model", "main"]
 HELP = "build the GPU benchmark pack (artifacts, runtime, run.sh) on this CPU"
 
 
-def _models(choice: list[str]) -> dict:
+def _models(choice: list[str]) -> list[tuple[str, int | None]]:
+    """(name, image size) pairs, in order, once each (``full quick`` has SqueezeNet at
+    its full size and at 64 px)."""
     from ..bench.gpu_pack import FULL_MODELS, QUICK_MODELS
 
-    models = {}
+    models = []
     for item in choice:
         if item in ("quick", "full"):
-            models.update(QUICK_MODELS if item == "quick" else FULL_MODELS)
+            found = list((QUICK_MODELS if item == "quick" else FULL_MODELS).items())
         else:  # NAME or NAME@SIZE
             name, _, size = item.partition("@")
-            models[name] = int(size) if size else None
+            found = [(name, int(size) if size else None)]
+        models += [pair for pair in found if pair not in models]
     return models
 
 
@@ -51,7 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="directory to build into")
     parser.add_argument("--models", nargs="+", default=["quick"],
                         help="quick, full, or zoo names (NAME@SIZE for an input size)")
-    parser.add_argument("--variants", nargs="+", default=None, help="default: all")
+    parser.add_argument("--variants", nargs="+", default=None,
+                        help="default: all (full-size models: all but ios-graphturbo)")
     parser.add_argument("--target", default="nvidia/nvidia-h100")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="stop building new artifacts after this many seconds")
@@ -66,7 +70,7 @@ def handle(args: argparse.Namespace) -> int:
     """Build and pack; print the summary; 0 when packed."""
     from ..bench import gpu_pack, pack
 
-    specs = gpu_pack.plan(_models(args.models), args.variants or tuple(gpu_pack.VARIANTS))
+    specs = gpu_pack.plan(_models(args.models), args.variants)
     with tempfile.TemporaryDirectory() as tmp:
         ffi = args.ffi_wheel or (pack.download_wheel(pack.FFI_PIN, args.python, tmp)
                                  if args.download_ffi else None)

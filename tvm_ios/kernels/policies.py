@@ -15,7 +15,6 @@ Both return plain :class:`~tvm_ios.kernels.rprogram.RProgram` data; the simulato
 """
 from __future__ import annotations
 
-import copy
 import heapq
 import logging
 from typing import Sequence
@@ -24,7 +23,6 @@ from ..graph.opgraph import OpGraph
 from ..schedule.schedule import Schedule
 from .roperator import SLICES, RKernel, ROperator
 from .rprogram import RProgram, RTask
-from .interpreter import simulate
 from .vdevice import VDevice
 
 __all__ = ["wavefront_policy", "ios_policy", "balanced_plan", "resident_veus", "waves"]
@@ -69,6 +67,22 @@ class ProgramBuilder:
             self.where[op].append(pos)
             heapq.heappush(heap, (max(self.free[veu], ready), veu))
 
+    @property
+    def makespan_us(self) -> float:
+        """When the last vEU finishes: what :func:`~tvm_ios.kernels.interpreter.simulate`
+        gives the program (the builder keeps each entry's finish as the simulator does)."""
+        return max(self.free, default=0.0)
+
+    def copy(self) -> "ProgramBuilder":
+        """An independent copy (rTasks are immutable and shared)."""
+        other = ProgramBuilder.__new__(ProgramBuilder)
+        other.program = RProgram(self.program.num_veus, [list(t) for t in self.program.prog],
+                                 self.program.name, dict(self.program.meta))
+        other.free, other.finish = list(self.free), dict(self.finish)
+        other.known = [dict(k) for k in self.known]
+        other.where = {op: list(pos) for op, pos in self.where.items()}
+        return other
+
     def _barrier(self, veu: int, deps) -> None:
         need = {}
         for u, k in deps:
@@ -95,9 +109,9 @@ def waves(graph: OpGraph) -> list[list[int]]:
 
 
 def _time(builder: ProgramBuilder | None, launch_us: float) -> float:
-    if builder is None or not builder.program.num_tasks:
+    if builder is None or not any(builder.program.prog):
         return 0.0
-    return simulate(builder.program).makespan_us + launch_us
+    return builder.makespan_us + launch_us
 
 
 def _schedule_wave(graph, wave, builder: ProgramBuilder, rops, num_veus, launch_us) -> ProgramBuilder:
@@ -108,7 +122,7 @@ def _schedule_wave(graph, wave, builder: ProgramBuilder, rops, num_veus, launch_
         choices.append({v: rops[graph.nodes[v].name].most_efficient() for v in wave})
     best = None
     for kernels in choices:
-        trial = copy.deepcopy(builder)
+        trial = builder.copy()
         for v in wave:
             preds = graph.names_of(graph.pred[v])
             trial.place(graph.nodes[v].name, kernels[v], range(num_veus), preds)
@@ -226,7 +240,7 @@ def balanced_plan(graph: OpGraph, ops: Sequence[str], rops: dict[str, ROperator]
         options += [(k, list(range(num_veus))) for k in rops[op].kernels if k.name == SLICES]
         best = None
         for kernel, veus in options:
-            trial = copy.deepcopy(builder)
+            trial = builder.copy()
             trial.place(op, kernel, veus, preds)
             if best is None or _finish(trial, op) < _finish(best, op):
                 best = trial

@@ -89,3 +89,25 @@ def test_a_narrower_rtask_is_masked_around_its_barriers():
     # the shape of a named barrier (everything under the guard) is what the check catches
     assert guarded_barriers(tirx.IfThenElse(tirx.Var("tid", "int32") < rop.threads, body,
                                             None), {"tid"})
+
+
+@pytest.mark.parametrize("max_tasks", [4, 7, 1 << 20])
+def test_an_op_of_more_blocks_than_the_cap_runs_several_blocks_per_rtask(max_tasks):
+    """dlight gives an average pool one block per output element (2592 here): at most
+    ``max_tasks`` rTasks, each looping over its ``grain`` blocks, the last one guarded."""
+    rop = gpu_roperator("op", _step(AVG), H100, max_tasks=max_tasks)
+    assert rop.blocks == 32 * 9 * 9 and rop.num_tasks <= max_tasks
+    assert rop.num_tasks * rop.grain >= rop.blocks > (rop.num_tasks - 1) * rop.grain
+    barrier = tirx.Evaluate(tirx.IntImm("int32", 7))
+    bufs = [tirx.decl_buffer((1 << 16,), "float32", f"buf{i}") for i in range(len(rop.params))]
+    smem = tirx.decl_buffer((max(rop.smem_bytes // 4, 4),), "float32", "smem", scope="shared")
+    body = rop.task_body(tirx.Var("rtask", "int32"), tirx.Var("tid", "int32"), rop.threads,
+                         bufs, smem, barrier)
+    if rop.grain == 1:
+        assert not isinstance(body, tirx.For)
+        return
+    assert isinstance(body, tirx.For) and int(body.extent) == rop.grain
+    guarded, barrier_after = body.body.seq  # the pool's reduction shares memory: a barrier
+    assert barrier_after.same_as(barrier) and isinstance(guarded, tirx.IfThenElse)
+    block = tirx.Var("rtask", "int32") * rop.grain + body.loop_var
+    tvm.ir.assert_structural_equal(guarded.condition, block < rop.blocks, map_free_vars=True)

@@ -227,3 +227,40 @@ def test_zoo_programs_simulate(oclgrind, name, size):
     assert result["max_abs_diff"] is None or result["max_abs_diff"] < 1e-3
     assert result["steps_zero"]
     assert all(_errors(row) == CLEAN for row in result["results"])
+
+
+@pytest.fixture()
+def one_rtask_an_op(monkeypatch):
+    """Every op one rTask, which runs its kernel's blocks (two here) in turn."""
+    monkeypatch.setattr("tvm_ios.kernels.gpu.roperator.RTASK_MAX_PER_OP", 1)
+    mod, _ = dag_model(3, num_ops=4, channels=8, size=8, p=0.35)
+    regions, gpu, vdevice = plan_programs(mod, H100, "wavefront")
+    assert any(rop.grain > 1 and rop.smem_var is not None for rop, _ in gpu.values())
+    assert all(rop.num_tasks == 1 for rop, _ in gpu.values())
+    return regions, gpu, vdevice
+
+
+def test_rtasks_of_several_blocks_match_llvm_under_oclgrind(oclgrind, one_rtask_an_op):
+    from tvm_ios.kernels.simulation.check import simulate_regions
+
+    result = simulate_regions(*one_rtask_an_op)
+    assert result["programs"] >= 1 and result["simulated"] == result["programs"]
+    assert not result["failures"] and result["max_abs_diff"] < 1e-4
+    for row in result["results"]:
+        assert _errors(row) == CLEAN, row["messages"]
+
+
+def test_blocks_of_one_rtask_without_a_barrier_between_them_race(oclgrind, one_rtask_an_op,
+                                                                 monkeypatch):
+    """The next block of an rTask reuses the shared memory the last one's threads may still
+    read: without the barrier between them Oclgrind reports the race."""
+    from tvm_ios.kernels.gpu.roperator import GPUROperator
+
+    task_body = GPUROperator.task_body
+    monkeypatch.setattr(GPUROperator, "task_body", lambda self, *args: task_body(
+        self, *args[:5], None))
+    regions, gpu, vdevice = one_rtask_an_op
+    ops, program = regions[0]
+    kernel = build_program(program, ops, gpu, vdevice, OPENCL)
+    row = simulate_program(kernel, build_kernels(kernel.func, OPENCL).source, launches=1)
+    assert row["errors"]["local_races"] > 0, row["errors"]

@@ -240,8 +240,8 @@ def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inpu
         kept_allocs = [tirx.AllocBuffer(arena)] + decls
     kind, op, rtask = (k.table("entries", k.e * i32(4) + i32(j)) for j in range(3))
     bodies = [tirx.IfThenElse(op == i32(i), rops[name].task_body(
-        rtask, k.tid, threads, [bufs[key] for key in args_of[name]], k.smem), None)
-        for name, i in op_ids.items()]
+        rtask, k.tid, threads, [bufs[key] for key in args_of[name]], k.smem,
+        sync.block_barrier()), None) for name, i in op_ids.items()]
     entry = tirx.IfThenElse(kind == i32(BARRIER), k.wait_entry(), k.compute_entry(bodies))
     start, end = k.table("offsets", k.veu), k.table("offsets", k.veu + i32(1))
     loop = tirx.For(k.e, start, end - start, tirx.ForKind.SERIAL, entry)

@@ -15,6 +15,12 @@ whole warps. They are scheduled for at most :data:`RTASK_MAX_THREADS` threads.
 by the vEU's 1-D thread index; an rTask on fewer threads than its vEU is masked so that
 every thread still reaches each of its barriers (:func:`~tvm_ios.kernels.gpu.rtask_mask.
 mask_rtask`).
+
+An rTask is one thread block of the op's kernel, unless the kernel has more than
+:data:`RTASK_MAX_PER_OP` blocks: then an rTask runs ``grain`` consecutive blocks in turn
+(dlight gives an average pool one block per output element, 352 800 blocks of nine adds
+for one pool of Inception V3 at 299 px; as rTasks those made 2 million table entries, a
+57 MB library and minutes of planning).
 """
 from __future__ import annotations
 
@@ -32,7 +38,8 @@ from .tir_pipeline import lower_to_merge
 from ..tir_util import seq
 from ..tvm_kernels import KernelStep, UnsupportedKernel
 
-__all__ = ["GPUROperator", "gpu_roperator", "rtask_target", "RTASK_MAX_THREADS"]
+__all__ = ["GPUROperator", "gpu_roperator", "rtask_target", "RTASK_MAX_THREADS",
+           "RTASK_MAX_PER_OP"]
 
 logger = logging.getLogger(__name__)
 tirx = _tvm.tirx
@@ -42,6 +49,9 @@ tirx = _tvm.tirx
 #: 1024-thread elementwise kernel would idle most threads of every conv rTask and cut the
 #: resident vEUs to two per SM. dlight's fallback schedules honour the target's limit.
 RTASK_MAX_THREADS = 256
+#: Most rTasks of one op: a kernel of more thread blocks runs several of them per rTask.
+#: Four times the most vEUs of the largest preset leaves the policies room to balance.
+RTASK_MAX_PER_OP = 4096
 
 
 def rtask_target(target):
@@ -105,11 +115,17 @@ class GPUROperator:
     launch_vars: dict = field(default_factory=dict)  # thread tag -> Var
     smem_bytes: int = 0
     smem_var: object = None
+    grain: int = 1  # thread blocks run by one rTask, in turn
+
+    @property
+    def blocks(self) -> int:
+        """The kernel's thread blocks."""
+        return math.prod(self.grid)
 
     @property
     def num_tasks(self) -> int:
-        """rTasks: the kernel's thread blocks."""
-        return math.prod(self.grid)
+        """rTasks: the kernel's thread blocks, ``grain`` to an rTask."""
+        return -(-self.blocks // self.grain)
 
     @property
     def threads(self) -> int:
@@ -121,12 +137,27 @@ class GPUROperator:
         return RKernel(f"tvm:{self.op}", self.num_tasks, self.threads, task_us,
                        self.smem_bytes, 32, "tvm")
 
-    def task_body(self, rtask, tid, veu_threads: int, buffers: list, smem):
+    def task_body(self, rtask, tid, veu_threads: int, buffers: list, smem, barrier=None):
         """The body for rTask index ``rtask`` and vEU thread ``tid`` over ``buffers``.
 
         With fewer threads than the vEU's ``veu_threads``, the work is masked to the first
-        :attr:`threads` threads and every barrier is still reached by all of them.
+        :attr:`threads` threads and every barrier is still reached by all of them. With a
+        ``grain`` above one the rTask loops over its blocks; ``barrier`` (the block barrier
+        statement) then separates blocks that share memory.
         """
+        if self.grain == 1:
+            return self._block_body(rtask, tid, veu_threads, buffers, smem)
+        g = tirx.Var(f"{self.op}_block", "int32")
+        block = rtask * tirx.IntImm("int32", self.grain) + g
+        body = tirx.IfThenElse(block < tirx.IntImm("int32", self.blocks), self._block_body(
+            block, tid, veu_threads, buffers, smem), None)  # the same for the whole block
+        if barrier is not None and (self.smem_var is not None or has_barrier(self.body)):
+            body = seq([body, barrier])
+        return tirx.For(g, tirx.IntImm("int32", 0), tirx.IntImm("int32", self.grain),
+                        tirx.ForKind.SERIAL, body)
+
+    def _block_body(self, rtask, tid, veu_threads: int, buffers: list, smem):
+        """The body of thread block ``rtask`` of the kernel (see :meth:`task_body`)."""
         masked, active = self.threads < veu_threads, tid < self.threads
         binds = []
         if masked and has_barrier(self.body):  # idle threads form thread 0's addresses
@@ -152,8 +183,10 @@ class GPUROperator:
         return seq(binds + [body])
 
 
-def gpu_roperator(op: str, step: KernelStep, target) -> GPUROperator:
-    """TVM's default GPU kernel of ``step`` as a :class:`GPUROperator`."""
+def gpu_roperator(op: str, step: KernelStep, target,
+                  max_tasks: int | None = None) -> GPUROperator:
+    """TVM's default GPU kernel of ``step`` as a :class:`GPUROperator` of at most
+    ``max_tasks`` rTasks (default :data:`RTASK_MAX_PER_OP`)."""
     target = rtask_target(target)
     mod = tvm.IRModule({op: step.func.with_attr("global_symbol", op)})
     dl = _tvm.dlight
@@ -193,4 +226,4 @@ def gpu_roperator(op: str, step: KernelStep, target) -> GPUROperator:
             str(smem.dtype)).bits // 8
     return GPUROperator(op, body, list(func.params), grid, block,
                         {tag: var for tag, (var, _) in launch.items() if "Idx" in tag},
-                        smem_bytes, smem)
+                        smem_bytes, smem, grain=-(-math.prod(grid) // max(1, max_tasks or RTASK_MAX_PER_OP)))
