@@ -40,7 +40,7 @@ def test_gpu_pack_of_llvm_artifacts(tmp_path, capsys):
     assert rprogram.variant == "ios-rprogram" and rprogram.flags["checks"] is False
     checked = Manifest.load(tmp_path / "artifacts" / "dag-b1-ios-rprogram-checked")
     assert checked.flags["checks"] is True
-    with tarfile.open(tmp_path / "pack.tar.gz") as archive:
+    with tarfile.open(tmp_path / "pack.tar.xz", "r:xz") as archive:
         info = json.load(archive.extractfile("pack/pack.json"))
         assert "pack/run.sh" in archive.getnames()
     assert set(info["build_s"]) == {"dag-b1-tvm-default", "dag-b1-ios-rprogram",
@@ -57,5 +57,5 @@ def test_pack_over_the_limit_is_refused(tmp_path):
     with pytest.raises(PackTooLarge):
         gpu_pack.build_gpu_pack(tmp_path, specs, target="llvm", limit=1000,
                                 load=load_model)
-    assert not (tmp_path / "pack.tar.gz").exists()
+    assert not (tmp_path / gpu_pack.PACK_NAME).exists()
 

@@ -25,7 +25,8 @@ from .. import _tvm
 from .artifact import build_artifact
 from .manifest import Manifest
 
-__all__ = ["FULL_MODELS", "FULL_SIZE_OPT_IN", "PACK_LIMIT", "QUICK_MODELS", "VARIANTS", "ArtifactSpec",
+__all__ = ["FULL_MODELS", "FULL_SIZE_OPT_IN", "PACK_LIMIT", "PACK_NAME", "QUICK_MODELS",
+           "VARIANTS", "ArtifactSpec",
            "build_gpu_pack", "plan", "zoo_model"]
 
 logger = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ logger = logging.getLogger(__name__)
 #: The pack must leave room for the tracked tree (about 12 MiB) in the 64 MiB a GPU run
 #: may carry.
 PACK_LIMIT = 40 * 2**20
+PACK_NAME = "pack.tar.xz"
 #: variant -> (build_artifact variant, ios_options, checks, pass_config)
 VARIANTS = {
     "tvm-default": ("tvm-default", None, True, None),
@@ -153,7 +155,7 @@ def _last_one(load):
 def build_gpu_pack(out_dir, specs: list[ArtifactSpec], *, target: str = "nvidia/nvidia-h100",
                    ffi_wheel=None, cudart=None, limit: int = PACK_LIMIT,
                    budget_s: float | None = None, load=zoo_model) -> dict:
-    """Build ``specs`` under ``out_dir/artifacts`` and pack them as ``out_dir/pack.tar.gz``.
+    """Build ``specs`` under ``out_dir/artifacts`` and pack them as ``out_dir/pack.tar.xz``.
 
     ``budget_s`` stops building (the rest is listed as skipped) once it is spent; ``load``
     gives a spec's ``(mod, params, net or None)`` (default: the zoo). Returns
@@ -175,7 +177,7 @@ def build_gpu_pack(out_dir, specs: list[ArtifactSpec], *, target: str = "nvidia/
             continue
         build_s[spec.name] = round(build_one(spec, out / "artifacts", target, load), 1)
     built = [out / "artifacts" / name for name in build_s]
-    summary = pack.build_pack(out / "pack.tar.gz", built, ffi_wheel=ffi_wheel, cudart=cudart,
+    summary = pack.build_pack(out / PACK_NAME, built, ffi_wheel=ffi_wheel, cudart=cudart,
                               limit=limit, info={"target": target, "build_s": build_s,
                                                  "skipped": skipped})
     summary.update(build_s=build_s, skipped=skipped)

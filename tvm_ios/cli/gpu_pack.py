@@ -6,9 +6,9 @@
     tvm-ios gpu-pack -o rehearsal --target llvm      # the same pack of llvm artifacts
 
 Writes ``DIR/artifacts/*`` (kept when valid, so a second call only packs), and
-``DIR/pack.tar.gz`` with TVM's runtime, apache-tvm-ffi for ``--python`` (``--download-ffi``
+``DIR/pack.tar.xz`` with TVM's runtime, apache-tvm-ffi for ``--python`` (``--download-ffi``
 fetches the wheel with pip here: the GPU host reaches no registry) and ``run.sh``; refused
-above 40 MiB. On the GPU host: ``tar xzf pack.tar.gz && sh pack/run.sh``.
+above 40 MiB. On the GPU host: ``tar xJf DIR/pack.tar.xz && sh pack/run.sh``.
 """
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def handle(args: argparse.Namespace) -> int:
         except pack.PackTooLarge as err:
             print(f"tvm-ios gpu-pack: refused: {err}", file=sys.stderr)
             return 1
-    print(f"{args.output}/pack.tar.gz: {summary['archive_bytes'] / 2**20:.1f} MiB, "
+    print(f"{args.output}/{gpu_pack.PACK_NAME}: {summary['archive_bytes'] / 2**20:.1f} MiB, "
           f"{len(summary['build_s'])} artifacts built in {sum(summary['build_s'].values()):.0f}"
           f" s, {len(summary['skipped'])} skipped (budget or target)")
     return 0

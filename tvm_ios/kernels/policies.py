@@ -52,14 +52,20 @@ class ProgramBuilder:
     def place(self, op: str, kernel: RKernel, veus: Sequence[int], preds: Sequence[str]):
         deps = [pos for p in preds for pos in self.where.get(p, [])]
         ready = max([self.finish[d] for d in deps], default=0.0)
+        latest: dict[int, int] = {}  # vEU -> the last of its entries the op waits for
+        for u, k in deps:
+            latest[u] = max(latest.get(u, -1), k)
         self.where[op] = []
         # the vEU that can start first (lowest index on ties); only the chosen vEU's key
         # changes, and only upwards, so a heap gives the same choices as a scan
         heap = [(max(self.free[v], ready), v) for v in veus]
         heapq.heapify(heap)
+        waited = set()  # vEUs past the op's barrier: one is enough (what it knows only grows)
         for r in range(kernel.num_tasks):
             _, veu = heapq.heappop(heap)
-            self._barrier(veu, deps)
+            if veu not in waited:
+                self._barrier(veu, latest)
+                waited.add(veu)
             pos = self.program.append(RTask(op, r, duration_us=kernel.task_us,
                                             kernel=kernel.name), veu)
             self.free[veu] += kernel.task_us
@@ -83,11 +89,11 @@ class ProgramBuilder:
         other.where = {op: list(pos) for op, pos in self.where.items()}
         return other
 
-    def _barrier(self, veu: int, deps) -> None:
-        need = {}
-        for u, k in deps:
-            if u != veu and self.known[veu].get(u, 0) < k + 1:
-                need[u] = max(need.get(u, 0), k + 1)
+    def _barrier(self, veu: int, latest: dict) -> None:
+        """A barrier-rTask on ``veu`` for the entries of ``latest`` (vEU -> last awaited
+        entry) it has not already waited for."""
+        need = {u: k + 1 for u, k in latest.items()
+                if u != veu and self.known[veu].get(u, 0) < k + 1}
         if not need:
             return
         self.program.wait(veu, [(u, s - 1) for u, s in need.items()])
