@@ -235,6 +235,17 @@ def structural_hash(node: Any, map_free_vars: bool = False) -> int:
     return int(__getattr__("tvm_ffi").structural_hash(node, map_free_vars=map_free_vars))
 
 
+def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
+    """Structural equality of two IR nodes (``tvm_ffi.structural_equal`` in 0.27)."""
+    return bool(__getattr__("tvm_ffi").structural_equal(lhs, rhs, map_free_vars=map_free_vars))
+
+
+def renew_defs(func):
+    """A copy of a PrimFunc with fresh variables and buffers for everything it defines
+    (``s_tir.RenewDefs``): two copies can sit in one function without sharing a variable."""
+    return __getattr__("s_tir").renew_defs(func)
+
+
 def relax_functions(mod: IRModule) -> Sequence[tuple[str, relax.Function]]:
     """The Relax functions of a module, by global name."""
     return [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, relax.Function)]

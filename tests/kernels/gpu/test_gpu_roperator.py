@@ -111,3 +111,24 @@ def test_an_op_of_more_blocks_than_the_cap_runs_several_blocks_per_rtask(max_tas
     assert barrier_after.same_as(barrier) and isinstance(guarded, tirx.IfThenElse)
     block = tirx.Var("rtask", "int32") * rop.grain + body.loop_var
     tvm.ir.assert_structural_equal(guarded.condition, block < rop.blocks, map_free_vars=True)
+
+
+def test_an_identical_kernel_is_lowered_once_and_gets_fresh_definitions():
+    from tvm_ios.kernels.gpu import roperator
+
+    cache = roperator._KERNELS
+    first = gpu_roperator("a", _step(CONV), H100)
+    hits = cache.hits
+    second = gpu_roperator("b", _step(CONV), H100)  # another op, the same kernel
+    assert cache.hits == hits + 1
+    assert (second.grid, second.block, second.smem_bytes) == (first.grid, first.block,
+                                                              first.smem_bytes)
+    # two ops of one rProgram kernel must not define the same variables (the launch
+    # variables are not defined: task_body substitutes them)
+    assert _tvm.structural_equal(first.body, second.body, map_free_vars=True)
+    launch = set(first.launch_vars.values())
+    shared = ({v for v in _vars(first.body)} & {v for v in _vars(second.body)}) - launch
+    assert not shared, sorted(v.name for v in shared)[:5]
+    assert not any(p.same_as(q) for p in first.params for q in second.params)
+    other = gpu_roperator("c", _step(AVG), H100)  # another kernel is no hit
+    assert cache.hits == hits + 1 and other.grid != first.grid

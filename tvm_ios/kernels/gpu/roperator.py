@@ -38,8 +38,8 @@ from .tir_pipeline import lower_to_merge
 from ..tir_util import seq
 from ..tvm_kernels import KernelStep, UnsupportedKernel
 
-__all__ = ["GPUROperator", "gpu_roperator", "rtask_target", "RTASK_MAX_THREADS",
-           "RTASK_MAX_PER_OP"]
+__all__ = ["GPUROperator", "gpu_roperator", "lowered_kernel", "rtask_target",
+           "RTASK_MAX_THREADS", "RTASK_MAX_PER_OP", "KERNEL_CACHE_SIZE"]
 
 logger = logging.getLogger(__name__)
 tirx = _tvm.tirx
@@ -53,6 +53,8 @@ RTASK_MAX_THREADS = 256
 #: About four times the most vEUs of the largest preset (an H100 holds 1056 vEUs of 256
 #: threads) leaves the policies room to balance.
 RTASK_MAX_PER_OP = 4096
+#: Distinct lowered kernels kept per process (each a few kilobytes of TIR).
+KERNEL_CACHE_SIZE = 8192
 
 
 def rtask_target(target):
@@ -184,19 +186,63 @@ class GPUROperator:
         return seq(binds + [body])
 
 
-def gpu_roperator(op: str, step: KernelStep, target,
-                  max_tasks: int | None = None) -> GPUROperator:
-    """TVM's default GPU kernel of ``step`` as a :class:`GPUROperator` of at most
-    ``max_tasks`` rTasks (default :data:`RTASK_MAX_PER_OP`)."""
-    target = rtask_target(target)
-    mod = tvm.IRModule({op: step.func.with_attr("global_symbol", op)})
+class _LoweredKernels:
+    """TVM's scheduled and lowered kernel of each distinct PrimFunc, for this process.
+
+    GraphTurbo's instances of one layer are mostly the same kernel on other tensors
+    (Inception V3 at 299 px: 3574 ops, a few hundred distinct kernels), and one model's
+    rProgram variants lower the same ops again; dlight and the TIR pipeline cost about
+    40 ms a kernel here. Keyed by the structural hash of the kernel (its name aside) and the
+    target, confirmed by structural equality; a hit is returned with fresh definitions
+    (:func:`~tvm_ios._tvm.renew_defs`), so that two ops' bodies in one rProgram kernel
+    share no variable.
+    """
+
+    def __init__(self, size: int = KERNEL_CACHE_SIZE):
+        self.size, self.kept = size, {}
+        self.hits = self.misses = 0
+
+    def get(self, func, target):
+        func = func.with_attr("global_symbol", "rtask")
+        key = (_tvm.structural_hash(func), str(target))
+        entry = self.kept.get(key)
+        if entry is not None and _tvm.structural_equal(entry[0], func):
+            self.hits += 1
+            return _tvm.renew_defs(entry[1])
+        self.misses += 1
+        lowered = _lower(func, target)
+        if len(self.kept) >= self.size:  # the oldest goes
+            self.kept.pop(next(iter(self.kept)))
+        self.kept[key] = (func, lowered)
+        return lowered
+
+
+def _lower(func, target):
+    """dlight's default GPU schedule of ``func`` and TVM's pipeline up to the merge."""
+    mod = tvm.IRModule({"rtask": func})
     dl = _tvm.dlight
     with target:
         mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(),
                                       dl.gpu.GeneralReduction(), dl.gpu.Fallback())(mod)
     mod = tirx.transform.BindTarget(target)(mod)
-    mod = lower_to_merge(mod, {"tirx.merge_static_smem": True}, [pad_small_shared()])
-    func = mod[op]
+    return lower_to_merge(mod, {"tirx.merge_static_smem": True}, [pad_small_shared()])["rtask"]
+
+
+_KERNELS = _LoweredKernels()
+
+
+def lowered_kernel(func, target):
+    """``func`` scheduled by dlight for ``target`` (an :func:`rtask_target`) and lowered up
+    to ``MergeSharedMemoryAllocations``, from this process's cache where it was lowered
+    before."""
+    return _KERNELS.get(func, target)
+
+
+def gpu_roperator(op: str, step: KernelStep, target,
+                  max_tasks: int | None = None) -> GPUROperator:
+    """TVM's default GPU kernel of ``step`` as a :class:`GPUROperator` of at most
+    ``max_tasks`` rTasks (default :data:`RTASK_MAX_PER_OP`)."""
+    func = lowered_kernel(step.func, rtask_target(target))
     found = {"launch": {}, "smem": []}
 
     def strip_launch(stmt):
