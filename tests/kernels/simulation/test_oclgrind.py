@@ -264,3 +264,24 @@ def test_blocks_of_one_rtask_without_a_barrier_between_them_race(oclgrind, one_r
     kernel = build_program(program, ops, gpu, vdevice, OPENCL)
     row = simulate_program(kernel, build_kernels(kernel.func, OPENCL).source, launches=1)
     assert row["errors"]["local_races"] > 0, row["errors"]
+
+
+def test_ops_of_one_lowered_kernel_share_a_program_and_match_llvm(oclgrind, monkeypatch):
+    """Ops whose kernels are lowered once (the process's cache) run side by side in one
+    program, each on its own tensors, as TVM's llvm build computes them."""
+    from tvm_ios.kernels.gpu import roperator
+    from tvm_ios.kernels.simulation.check import simulate_regions
+
+    cache = roperator._LoweredKernels()
+    monkeypatch.setattr(roperator, "_KERNELS", cache)
+    mod, _ = dag_model(3, num_ops=6, channels=8, size=8, p=0.35)
+    regions, gpu, vdevice = plan_programs(mod, H100, "wavefront")
+    assert cache.hits >= 2, (cache.hits, cache.misses)
+    shapes = [(rop.grid, rop.block, len(rop.params)) for op, (rop, _) in gpu.items()
+              if any(op in ops for ops, _ in regions)]
+    assert len(set(shapes)) < len(shapes)  # some ops of the programs share a kernel
+    result = simulate_regions(regions, gpu, vdevice)
+    assert result["simulated"] == result["programs"] >= 1, result["failures"]
+    assert result["max_abs_diff"] < 1e-4
+    for row in result["results"]:
+        assert _errors(row) == CLEAN, row["messages"]
