@@ -21,7 +21,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 import tvm
-from tvm import relax, tirx  # noqa: F401  (tirx re-exported)
+from tvm import relax, tirx  # tirx is re-exported
 from tvm.relax.expr_functor import PyExprMutator, mutator  # noqa: F401  (re-exported)
 
 Op = tvm.ir.Op  #: a primitive op (``relax.Call.op`` of ``R.nn.conv2d`` and the like)
@@ -29,6 +29,7 @@ Op = tvm.ir.Op  #: a primitive op (``relax.Call.op`` of ``R.nn.conv2d`` and the 
 logger = logging.getLogger(__name__)
 
 IRModule = tvm.IRModule
+TensorLoad = tvm.ir.expr.TensorLoad  # what tirx.BufferLoad makes in 0.27 (its buffer: .source)
 Target = tvm.target.Target
 DataType = tvm.runtime.DataType
 
@@ -244,6 +245,12 @@ def renew_defs(func):
     """A copy of a PrimFunc with fresh variables and buffers for everything it defines
     (``s_tir.RenewDefs``): two copies can sit in one function without sharing a variable."""
     return __getattr__("s_tir").renew_defs(func)
+
+
+def select_pointer(cond, then, otherwise):
+    """``cond ? then : otherwise`` of two data pointers (``Select`` takes no handles in
+    0.27: the ``if_then_else`` intrinsic, only the chosen side evaluated)."""
+    return tirx.call_intrin(then.ty, "prim.if_then_else", cond, then, otherwise)
 
 
 def relax_functions(mod: IRModule) -> Sequence[tuple[str, relax.Function]]:

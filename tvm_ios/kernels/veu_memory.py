@@ -14,10 +14,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+import tvm
+
+from .. import _tvm
 from .._tvm import tirx
 
-__all__ = ["ScratchPlan", "pack", "program_events", "cpu_views", "shared_views", "ALIGN",
-           "STATIC_SHARED_BYTES"]
+__all__ = ["ScratchPlan", "pack", "program_events", "cpu_views", "shared_views", "at_arena",
+           "ALIGN", "STATIC_SHARED_BYTES"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,21 +108,77 @@ def program_events(program, touches: dict) -> list[list[tuple]]:
 
 
 def shared_views(plan: ScratchPlan, buffers: dict, dtype: str):
-    """A static shared-memory buffer each CUDA block (vEU) has to itself and a view for every
+    """A static shared-memory buffer each GPU block (vEU) has to itself and a view for every
     packed tensor (its offset in its vEU's allocation: every block uses the same buffer).
 
-    Returns ``(kept, views, decls)`` as :func:`cpu_views` does.
+    Returns ``(kept, views)``. The kernels' bodies are lowered already (TVM applies a
+    buffer's ``elem_offset`` while it flattens buffers, before the cut): a body gets its
+    views as buffers and :func:`at_arena` turns their accesses into ``kept``'s.
     """
     kept = tirx.decl_buffer((max(max(plan.sizes, default=0), 1),), dtype, "rp_kept",
                             scope="shared")
-    views, decls = {}, []
+    views = {}
     for key, (_, offset) in plan.offsets.items():
         buf = buffers[key]
-        view = tirx.decl_buffer(buf.shape, buf.dtype, f"{buf.name}_kept", elem_offset=offset,
-                                scope="shared")
-        views[key] = view
-        decls.append(tirx.DeclBuffer(view, data=kept.data))
-    return kept, views, decls
+        views[key] = tirx.decl_buffer(buf.shape, buf.dtype, f"{buf.name}_kept",
+                                      elem_offset=offset, scope="shared")
+    return kept, views
+
+
+def _shifted(index, offset):
+    """A flat ``index`` (or ``Ramp`` of them) moved by ``offset`` elements."""
+    if isinstance(index, tirx.Ramp):
+        return tirx.Ramp(_shifted(index.base, offset), index.stride, index.lanes)
+    dtype = str(index.ty.dtype)
+    if str(offset.ty.dtype) != dtype:
+        offset = tirx.Cast(dtype, offset)
+    return index + offset
+
+
+def _viewed(decl, views: dict):
+    """The view whose data the ``DeclBuffer`` ``decl`` declares a buffer over, or None."""
+    data = decl.data
+    if isinstance(data, tvm.ir.expr.Call) and data.op.name == "tirx.buffer_data":
+        return next((v for v in views if v.same_as(data.args[0])), None)
+    return None
+
+
+def at_arena(body, views: list, arena):
+    """``body`` with every load and store of a view of ``views``, or of a buffer the body
+    declares over a view's data (the flattened buffers of a lowered kernel), made one of
+    ``arena`` at the view's ``elem_offset`` (a constant, or a variable bound before the
+    body); those declarations go."""
+    views = {v: v.elem_offset for v in views}
+    if not views:
+        return body
+
+    def alias(decl):
+        view = _viewed(decl, views)
+        if view is not None:
+            aliases[decl.buffer] = views[view]
+        return decl
+    aliases: dict = {}
+    _tvm.structural_map(body, (tirx.stmt.DeclBuffer, alias))
+    views.update(aliases)
+
+    def drop(decl):
+        return tirx.Evaluate(tirx.IntImm("int32", 0)) if decl.buffer in views else decl
+
+    def load(node):
+        offset = views.get(node.source)
+        if offset is None:
+            return node
+        (index,) = node.indices
+        return tirx.BufferLoad(arena, [_shifted(index, offset)])
+
+    def store(node):
+        offset = views.get(node.buffer)
+        if offset is None:
+            return node
+        (index,) = node.indices
+        return tirx.BufferStore(arena, node.value, [_shifted(index, offset)])
+    return _tvm.structural_map(body, [(_tvm.TensorLoad, load), (tirx.stmt.BufferStore, store),
+                                      (tirx.stmt.DeclBuffer, drop)])
 
 
 def cpu_views(plan: ScratchPlan, buffers: dict, dtype: str):

@@ -8,7 +8,8 @@ the kernel does not grow with the number of vEUs. Each block loops over its entr
   ``wait_bound`` microseconds of the GPU's ``%globaltimer`` on CUDA (polls on OpenCL);
   then a block barrier;
 * a compute rTask: the op's TVM kernel body for that rTask index (masked to the rTask's
-  threads, every barrier reached by all: :mod:`tvm_ios.kernels.gpu.rtask_mask`); then a block
+  threads, every barrier reached by all: :mod:`tvm_ios.kernels.gpu.rtask_mask`; one body
+  for the ops of one kernel: :mod:`tvm_ios.kernels.gpu.shared_bodies`); then a block
   barrier and thread 0 publishes ``step[vEU] = k + 1`` (release).
 
 The step array is a workspace the caller passes as the last (output) argument; the
@@ -31,6 +32,7 @@ from ... import _tvm
 from ..bounded_wait import DEFAULT_WAIT_BOUND
 from ..rprogram import RProgram
 from ..veu_memory import shared_views
+from .shared_bodies import body_groups, op_bodies
 from ..tir_util import i32, launch, seq
 from ..tvm_kernels import tensor_buffer
 from ..vdevice import VDevice
@@ -204,7 +206,9 @@ class _Kernel:
 def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inputs: list,
                               outputs: list, vdevice: VDevice, args_of: dict, sync,
                               wait_bound: int = DEFAULT_WAIT_BOUND, kept=None):
-    """The persistent-kernel PrimFunc (lowered form) of ``program`` and its tables.
+    """``(func, tables, bodies)``: the persistent-kernel PrimFunc (lowered form) of
+    ``program``, its tables and how many op bodies it holds (ops of one kernel share one:
+    :mod:`~tvm_ios.kernels.gpu.shared_bodies`).
 
     Parameters
     ----------
@@ -228,21 +232,25 @@ def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inpu
     kept_bytes = 4 * max(kept.sizes, default=0) if kept is not None else 0
     vdevice.check(program.num_veus, threads, 32, smem_bytes + kept_bytes,
                   what=f"rProgram {program.name!r}")
-    op_ids = {op: i for i, op in enumerate(program.ops)}
-    tables = encode_tables(program, op_ids, wait_bound)
-    k = _Kernel(program, tables, threads, smem_bytes, sync)
     bufs = {key: tensor_buffer(shape, dtype, name) for key, (name, shape, dtype)
             in tensors.items()}
-    kept_allocs = []
+    kept_allocs, arena = [], None
     if kept is not None and kept.offsets:
-        arena, views, decls = shared_views(kept, bufs, "float32")
+        arena, views = shared_views(kept, bufs, "float32")
         bufs.update(views)
-        kept_allocs = [tirx.AllocBuffer(arena)] + decls
-    kind, op, rtask = (k.table("entries", k.e * i32(4) + i32(j)) for j in range(3))
-    bodies = [tirx.IfThenElse(op == i32(i), rops[name].task_body(
-        rtask, k.tid, threads, [bufs[key] for key in args_of[name]], k.smem,
-        sync.block_barrier()), None) for name, i in op_ids.items()]
-    entry = tirx.IfThenElse(kind == i32(BARRIER), k.wait_entry(), k.compute_entry(bodies))
+        kept_allocs = [tirx.AllocBuffer(arena)]
+    groups = body_groups(program.ops, rops, args_of, bufs)
+    op_ids = {op: i for i, op in enumerate(op for group in groups for op in group)}
+    tables = encode_tables(program, op_ids, wait_bound)
+    k = _Kernel(program, tables, threads, smem_bytes, sync)
+    kind, rtask = (k.table("entries", k.e * i32(4) + i32(j)) for j in (0, 2))
+    op = tirx.Var("op", "int32")  # uniform in the block: the entry's op
+    bodies = op_bodies(groups, op_ids, rops, args_of, bufs, op, lambda rop, buffers:
+                       rop.task_body(rtask, k.tid, threads, buffers, k.smem,
+                                     sync.block_barrier()), arena,
+                       sync.chosen_pointers)
+    entry = tirx.IfThenElse(kind == i32(BARRIER), k.wait_entry(), seq([
+        tirx.Bind(op, k.table("entries", k.e * i32(4) + i32(1))), k.compute_entry(bodies)]))
     start, end = k.table("offsets", k.veu), k.table("offsets", k.veu + i32(1))
     loop = tirx.For(k.e, start, end - start, tirx.ForKind.SERIAL, entry)
     init = tirx.IfThenElse(k.tid == i32(0), tirx.BufferStore(k.ctl, i32(0), [i32(0)]), None)
@@ -257,4 +265,4 @@ def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inpu
               + [bufs[key] for key in outputs] + [k.steps])
     func = tirx.PrimFunc(params, seq([k.zero_kernel(), body]))
     func = func.with_attr("global_symbol", program.name).with_attr("tirx.noalias", True)
-    return sync.kernel_attrs(func), tables
+    return sync.kernel_attrs(func), tables, len(bodies)

@@ -165,6 +165,7 @@ class PersistentKernel:
     sync: object = None
     tensors: dict = field(default_factory=dict)  # tensor key -> (name, shape, dtype)
     steps: dict = field(default_factory=dict)    # op name -> its KernelStep
+    op_bodies: int = 0  # kernel bodies it holds (ops of one kernel share one)
 
     @property
     def workspace(self) -> Workspace:
@@ -184,7 +185,7 @@ class PersistentKernel:
                 "arch": str(target.attrs.get("arch", "")), "veus": program.num_veus,
                 "threads_per_veu": threads, "rtasks": program.num_tasks,
                 "barriers": program.num_barriers, "dynamic_shared_bytes": smem,
-                "ops": list(program.ops), "table_words": sum(len(v) for v in
+                "ops": list(program.ops), "op_bodies": self.op_bodies, "table_words": sum(len(v) for v in
                                                               self.tables.values()),
                 "workspace_words": self.workspace.words,
                 "wait_bound": self.tables["config"][0],
@@ -218,10 +219,10 @@ def build_program(program, ops, gpu, vdevice, target, wait_bound: int = DEFAULT_
     rops = {op: gpu[op][0] for op in ops}
     sync = sync_for(_tvm.make_target(target))
     kept = _kept(program, ops, gpu, tensors, local) if local else None
-    func, tables = build_persistent_primfunc(program, rops, tensors, inputs, outs, vdevice,
-                                             args_of, sync, wait_bound, kept)
+    func, tables, bodies = build_persistent_primfunc(program, rops, tensors, inputs, outs,
+                                                     vdevice, args_of, sync, wait_bound, kept)
     return PersistentKernel(program, func, tables, inputs, outs, rops, vdevice, sync, tensors,
-                            {op: gpu[op][1] for op in ops})
+                            {op: gpu[op][1] for op in ops}, bodies)
 
 
 def _kept(program, ops, gpu, tensors, local):

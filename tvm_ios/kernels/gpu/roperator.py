@@ -24,6 +24,7 @@ for one pool of Inception V3 at 299 px; as rTasks those made 2 million table ent
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from dataclasses import dataclass, field
@@ -119,6 +120,7 @@ class GPUROperator:
     smem_bytes: int = 0
     smem_var: object = None
     grain: int = 1  # thread blocks run by one rTask, in turn
+    kernel: int | None = None  # the lowered kernel's number in this process (one per kernel)
 
     @property
     def blocks(self) -> int:
@@ -186,6 +188,9 @@ class GPUROperator:
         return seq(binds + [body])
 
 
+_NUMBERS = itertools.count(1)  # of lowered kernels, unique in the process
+
+
 class _LoweredKernels:
     """TVM's scheduled and lowered kernel of each distinct PrimFunc, for this process.
 
@@ -203,18 +208,21 @@ class _LoweredKernels:
         self.hits = self.misses = 0
 
     def get(self, func, target):
+        """``(number, lowered)``: the kernel's number (the same for one kernel while it is
+        kept) and its lowering, with fresh definitions on a hit."""
         func = func.with_attr("global_symbol", "rtask")
         key = (_tvm.structural_hash(func), str(target))
         entry = self.kept.get(key)
         if entry is not None and _tvm.structural_equal(entry[0], func):
             self.hits += 1
-            return _tvm.renew_defs(entry[1])
+            return entry[2], _tvm.renew_defs(entry[1])
         self.misses += 1
         lowered = _lower(func, target)
         if len(self.kept) >= self.size:  # the oldest goes
             self.kept.pop(next(iter(self.kept)))
-        self.kept[key] = (func, lowered)
-        return lowered
+        number = next(_NUMBERS)
+        self.kept[key] = (func, lowered, number)
+        return number, lowered
 
 
 def _lower(func, target):
@@ -235,14 +243,14 @@ def lowered_kernel(func, target):
     """``func`` scheduled by dlight for ``target`` (an :func:`rtask_target`) and lowered up
     to ``MergeSharedMemoryAllocations``, from this process's cache where it was lowered
     before."""
-    return _KERNELS.get(func, target)
+    return _KERNELS.get(func, target)[1]
 
 
 def gpu_roperator(op: str, step: KernelStep, target,
                   max_tasks: int | None = None) -> GPUROperator:
     """TVM's default GPU kernel of ``step`` as a :class:`GPUROperator` of at most
     ``max_tasks`` rTasks (default :data:`RTASK_MAX_PER_OP`)."""
-    func = lowered_kernel(step.func, rtask_target(target))
+    number, func = _KERNELS.get(step.func, rtask_target(target))
     found = {"launch": {}, "smem": []}
 
     def strip_launch(stmt):
@@ -274,4 +282,5 @@ def gpu_roperator(op: str, step: KernelStep, target,
     return GPUROperator(op, body, list(func.params), grid, block,
                         {tag: var for tag, (var, _) in launch.items() if "Idx" in tag},
                         smem_bytes, smem,
-                        grain=-(-math.prod(grid) // max(1, max_tasks or RTASK_MAX_PER_OP)))
+                        grain=-(-math.prod(grid) // max(1, max_tasks or RTASK_MAX_PER_OP)),
+                        kernel=number)

@@ -16,6 +16,7 @@ pause in a poll    ``__nanosleep(64)``                    (none)
 wait bound         ``%globaltimer`` (microseconds)        a poll count (no clock to read)
 shared memory      ``shared.dyn`` (``extern __shared__``)  ``shared`` (``__local``, sized)
 launch             cooperative, ``__launch_bounds__``     (plain)
+op's tensors       chosen pointers (one body per kernel)  one body per op (see below)
 =================  =====================================  ========================================
 
 The block barrier between rTasks orders *global* memory too: an rTask reads what the
@@ -26,6 +27,12 @@ CUDA's ``__syncthreads`` orders both already. OpenCL's fence flags are passed as
 values from the OpenCL C specification (``CLK_LOCAL_MEM_FENCE`` = 1,
 ``CLK_GLOBAL_MEM_FENCE`` = 2): TVM's codegen prints calls, not macro names, and these
 are the values every OpenCL C compiler defines.
+
+Ops of one kernel share one body where their tensors can be chosen by op
+(:mod:`tvm_ios.kernels.gpu.shared_bodies`). A tensor in global memory is chosen as a data
+pointer, which TVM's OpenCL codegen declares without its address space (``float*`` is
+``__private`` in OpenCL 1.2, and assigning a ``__global`` pointer to it is an error): on
+OpenCL only views into kept shared memory (an element offset) are chosen.
 """
 from __future__ import annotations
 
@@ -64,6 +71,8 @@ class CudaSync:
     smem_scope = "shared.dyn"
     #: The wait bound is microseconds of the GPU's global timer (``config[0]``).
     timed_wait = True
+    #: A kernel body shared by ops may take its global tensors as chosen pointers.
+    chosen_pointers = True
 
     def clock_ns(self):
         """``%globaltimer``: the GPU's nanosecond clock (uint64), through a helper that
@@ -120,6 +129,8 @@ class OpenCLSync:
     smem_scope = "shared"
     #: No clock to read: the wait bound is a poll count.
     timed_wait = False
+    #: TVM declares a chosen pointer without ``__global``: one body per op instead.
+    chosen_pointers = False
 
     def poll(self, dst, ptr):
         """An atomic read (``atomic_or(p, 0)``) followed by a global fence (acquire)."""

@@ -63,7 +63,7 @@ def reference_outputs(kernel, arrays: dict) -> dict:
     funcs = {f"ref_{i}": step.func.with_attr("global_symbol", f"ref_{i}")
              for i, step in enumerate(kernel.steps.values())}
     lib = _tvm.tirx.build(tvm.IRModule(funcs), target="llvm")
-    made = set(kernel.outputs)
+    made = {step.output for step in kernel.steps.values()}  # outputs and kept tensors
     values = {names[k]: arrays[names[k]] for k in names if k not in made}
     pending = list(enumerate(kernel.steps.values()))
     while pending:
