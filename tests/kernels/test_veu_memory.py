@@ -4,7 +4,7 @@ import pytest
 import tvm
 from tvm import s_tir, tirx
 
-from tvm_ios.kernels.veu_memory import ALIGN, ScratchPlan, cpu_views, pack
+from tvm_ios.kernels.veu_memory import ALIGN, ScratchPlan, at_arena, cpu_views, pack
 
 
 def test_dead_tensors_give_their_space_back():
@@ -56,3 +56,28 @@ def test_views_over_the_arena_run_on_llvm():
     res = tvm.runtime.tensor(np.zeros((2, 8), "float32"))
     lib["main"](tvm.runtime.tensor(x), res)
     np.testing.assert_allclose(res.numpy(), np.stack([x + 1, x + 2]))
+
+
+def test_a_lowered_kernel_reads_and_writes_its_kept_views_at_their_arena_offsets():
+    """After the cut TVM applies no ``elem_offset``: a lowered kernel reaches its view
+    through flattened buffers over the view's data, scalar or vector-typed. Every such
+    access becomes the arena's at the view's offset; the declarations go."""
+    arena = tirx.decl_buffer((1024,), "float32", "rp_kept", scope="shared")
+    view = tirx.decl_buffer((32,), "float32", "t_kept", elem_offset=128, scope="shared")
+    flat = tirx.decl_buffer((32,), "float32", "t_flat", scope="shared")
+    vec = tirx.decl_buffer((16,), "float32x2", "t_vec", scope="shared")
+    other = tirx.decl_buffer((32,), "float32", "other")
+    i = tirx.Var("i", "int32")
+    before = tirx.SeqStmt([
+        tirx.DeclBuffer(flat, data=view.data), tirx.DeclBuffer(vec, data=view.data),
+        tirx.BufferStore(flat, tirx.BufferLoad(other, [i]), [i]),
+        tirx.BufferStore(vec, tirx.BufferLoad(vec, [i]), [i + 1]),
+        tirx.BufferStore(other, tirx.BufferLoad(view, [i]), [i])])
+    two = tirx.IntImm("int32", 2)
+    expected = tirx.SeqStmt([  # the declarations went (no-ops, dropped)
+        tirx.BufferStore(arena, tirx.BufferLoad(other, [i]), [i + 128]),
+        tirx.BufferStore(arena, tirx.BufferLoad(arena, [tirx.Ramp(i * two + 128, 1, 2)]),
+                         [tirx.Ramp((i + 1) * two + 128, 1, 2)]),
+        tirx.BufferStore(other, tirx.BufferLoad(arena, [i + 128]), [i])])
+    tvm.ir.assert_structural_equal(at_arena(before, [view], arena), expected)
+    tvm.ir.assert_structural_equal(at_arena(before, [], arena), before)  # no views: as is

@@ -125,14 +125,23 @@ def shared_views(plan: ScratchPlan, buffers: dict, dtype: str):
     return kept, views
 
 
-def _shifted(index, offset):
-    """A flat ``index`` (or ``Ramp`` of them) moved by ``offset`` elements."""
+def _shifted(index, offset, lanes: int = 1):
+    """A flat ``index`` (a scalar, a ``Ramp`` or another vector of them) of a buffer of
+    ``lanes``-wide elements as one of the arena's scalar elements, moved by ``offset``."""
+    width = _tvm.DataType(str(index.ty.dtype)).lanes
+    if lanes > 1 and width == 1:  # one element of a vector-typed buffer
+        index = tirx.Ramp(index * tirx.const(lanes, str(index.ty.dtype)), 1, lanes)
+        width = lanes
+    scalar = str(_tvm.DataType(str(index.ty.dtype)).with_lanes(1))
+    if str(offset.ty.dtype) != scalar:
+        offset = tirx.Cast(scalar, offset)
     if isinstance(index, tirx.Ramp):
-        return tirx.Ramp(_shifted(index.base, offset), index.stride, index.lanes)
-    dtype = str(index.ty.dtype)
-    if str(offset.ty.dtype) != dtype:
-        offset = tirx.Cast(dtype, offset)
-    return index + offset
+        return tirx.Ramp(index.base + offset, index.stride, index.lanes)
+    return index + (tirx.Broadcast(offset, width) if width > 1 else offset)
+
+
+def _lanes(buffer) -> int:
+    return _tvm.DataType(str(buffer.dtype)).lanes
 
 
 def _viewed(decl, views: dict):
@@ -169,14 +178,15 @@ def at_arena(body, views: list, arena):
         if offset is None:
             return node
         (index,) = node.indices
-        return tirx.BufferLoad(arena, [_shifted(index, offset)])
+        return tirx.BufferLoad(arena, [_shifted(index, offset, _lanes(node.source))])
 
     def store(node):
         offset = views.get(node.buffer)
         if offset is None:
             return node
         (index,) = node.indices
-        return tirx.BufferStore(arena, node.value, [_shifted(index, offset)])
+        return tirx.BufferStore(arena, node.value, [_shifted(index, offset,
+                                                            _lanes(node.buffer))])
     return _tvm.structural_map(body, [(_tvm.TensorLoad, load), (tirx.stmt.BufferStore, store),
                                       (tirx.stmt.DeclBuffer, drop)])
 
