@@ -52,8 +52,9 @@ FULL_MODELS = {"inception_v3": 299, "squeezenet": None, "randwire": None, "nasne
 #: Quick correctness: a synthetic DAG and SqueezeNet at 64 px.
 QUICK_MODELS = {"dag": None, "squeezenet": 64}
 #: Variants left out of the full-size models unless named: GraphTurbo cuts Inception V3 at
-#: 299 px into 1535 instances, 10 734 ops of 425 rPrograms, one kernel body per op: 289 MB
-#: of CUDA, for nvcc some 45 minutes here (docs/design/rprogram.md). The quick set has them.
+#: 299 px into 1535 instances, 10 734 ops of 425 rPrograms, one body per kernel in each: 224
+#: MB of CUDA, for nvcc over half an hour here (docs/design/rprogram.md). The quick set has
+#: them.
 FULL_SIZE_OPT_IN = ("ios-graphturbo",)
 
 
