@@ -107,6 +107,9 @@ def test_cuda_keeps_instance_outputs_in_shared_memory():
     kept = {op for p in rewrite.programs for op in p.meta["local_ops"]}
     assert kept
     source = rewrite.rewrite.backend.source
+    # ops of one kernel share a body, their global tensors chosen by op: what nvcc compiles
+    assert any(k.op_bodies < len(k.program.ops) for k in rewrite.rewrite.backend.kernels)
+    assert re.search(r"float\* \w+_op\d+_ptr\w* = \(float\*\)condval", source)
     assert re.search(r"__shared__ alignas\(\d+\) float rp_kept_ptr\[\d+\];", source)
     uses = [line for line in source.splitlines()
             if "rp_kept_ptr[" in line and "__shared__" not in line]
