@@ -116,8 +116,9 @@ def op_bodies(groups, op_ids: dict, rops: dict, args_of: dict, bufs: dict, op_va
     bodies = []
     for group in groups:
         ids = [op_ids[op] for op in group]
-        chosen = _parameters(group, ids, args_of, bufs, op_var, arena, pointers) if len(group) > 1 \
-            else None
+        chosen = None
+        if len(group) > 1:
+            chosen = _parameters(group, ids, args_of, bufs, op_var, arena, pointers)
         if chosen is None:
             bodies += [tirx.IfThenElse(op_var == i32(i), _body(task_body, rops[op], [
                 bufs[k] for k in args_of[op]], arena), None) for op, i in zip(group, ids)]
