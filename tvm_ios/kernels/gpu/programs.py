@@ -185,8 +185,8 @@ class PersistentKernel:
                 "arch": str(target.attrs.get("arch", "")), "veus": program.num_veus,
                 "threads_per_veu": threads, "rtasks": program.num_tasks,
                 "barriers": program.num_barriers, "dynamic_shared_bytes": smem,
-                "ops": list(program.ops), "op_bodies": self.op_bodies, "table_words": sum(len(v) for v in
-                                                              self.tables.values()),
+                "ops": list(program.ops), "op_bodies": self.op_bodies,
+                "table_words": sum(len(v) for v in self.tables.values()),
                 "workspace_words": self.workspace.words,
                 "wait_bound": self.tables["config"][0],
                 "masked_ops": sorted(op for op, r in rops.items() if r.threads < threads),
