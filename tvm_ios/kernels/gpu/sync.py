@@ -16,7 +16,7 @@ pause in a poll    ``__nanosleep(64)``                    (none)
 wait bound         ``%globaltimer`` (microseconds)        a poll count (no clock to read)
 shared memory      ``shared.dyn`` (``extern __shared__``)  ``shared`` (``__local``, sized)
 launch             cooperative, ``__launch_bounds__``     (plain)
-op's tensors       chosen pointers (one body per kernel)  one body per op (see below)
+op's tensors       chosen pointers and offsets            chosen offsets of kept tensors only
 =================  =====================================  ========================================
 
 The block barrier between rTasks orders *global* memory too: an rTask reads what the
