@@ -21,7 +21,7 @@ def sources():
     out = {}
     for target in (H100, "opencl"):
         kernel = build_program(program, ops, plan[1], plan[2], _tvm.make_target(target), 1234)
-        out[target] = build_kernels(kernel.func, target).source
+        out[target] = build_kernels(kernel, target).source
     return out
 
 

@@ -110,11 +110,16 @@ def test_cuda_keeps_instance_outputs_in_shared_memory():
     # ops of one kernel share a body, their global tensors chosen by op: what nvcc compiles
     assert any(k.op_bodies < len(k.program.ops) for k in rewrite.rewrite.backend.kernels)
     assert re.search(r"float\* \w+_op\d+_ptr\w* = \(float\*\)condval", source)
+    # each distinct kernel is one device function the programs call
+    functions = {n for k in rewrite.rewrite.backend.kernels for n in k.functions}
+    assert sorted(re.findall(r'__device__ void (rtask_\w+)\([^;{]*\) \{', source)) == sorted(
+        functions)
     assert re.search(r"__shared__ alignas\(\d+\) float rp_kept_ptr\[\d+\];", source)
-    uses = [line for line in source.splitlines()
-            if "rp_kept_ptr[" in line and "__shared__" not in line]
-    assert any(re.search(r"rp_kept_ptr\[[^\]]+\] = ", line) for line in uses)  # written
-    assert any(re.search(r"= .*rp_kept_ptr\[", line) for line in uses)  # and read
+    assert re.search(r"rtask_\w+\([^;]*\brp_kept_ptr\b[^;]*\);", source)  # passed on
+    uses = [line for line in source.splitlines()  # and used by the functions
+            if "rp_kept[" in line and "__shared__" not in line]
+    assert any(re.search(r"rp_kept\[[^\]]+\] = ", line) for line in uses)  # written
+    assert any(re.search(r"= .*rp_kept\[", line) for line in uses)  # and read
     executable = tvm.compile(new, target=tvm.target.Target(H100))
     assert executable is not None
     if shutil.which("nvcc") is None:

@@ -215,7 +215,7 @@ class GPUBackend:
         from ..kernels.gpu.residency import check_program
 
         try:
-            check_program(kernel, build_kernels(kernel.func, self.target).source, self.target)
+            check_program(kernel, build_kernels(kernel, self.target).source, self.target)
         except (RuntimeError, OSError) as err:  # no driver library, no nvcc: launch decides
             logger.warning("RProgramPass: could not check %s on this GPU (%s); its launch is "
                            "cooperative, so a grid that cannot be resident fails to launch",
@@ -244,7 +244,7 @@ class GPUBackend:
 
         if not self.kernels:
             return mod
-        built = build_kernels([k.func for k in self.kernels], self.target)
+        built = build_kernels(self.kernels, self.target)
         self.source = built.source
         attrs = dict(mod.attrs) if mod.attrs else {}
         return mod.with_attr("external_mods",

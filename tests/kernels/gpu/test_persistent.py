@@ -28,7 +28,7 @@ def kernels(plan):
     out = {}
     for target in (H100, "opencl"):
         kernel = build_program(program, ops, plan[1], plan[2], _tvm.make_target(target))
-        out[target] = (kernel, build_kernels(kernel.func, target).source)
+        out[target] = (kernel, build_kernels(kernel, target).source)
     return out
 
 
@@ -82,9 +82,12 @@ def test_masked_rtasks_reach_every_barrier_with_all_threads(kernels, plan):
     kernel, _ = kernels[H100]
     masked = [op for op, rop in kernel.rops.items() if rop.threads < kernel.threads]
     assert masked  # the 128-thread convs in 1024-thread vEUs
-    names = {"threadIdx_x"} | {f"{op}_tid" for op in masked}
-    assert has_barrier(kernel.func.body)
+    names = {"threadIdx_x", "tid"} | {f"{op}_tid" for op in masked}
+    assert has_barrier(kernel.func.body)  # the block barriers between rTasks
     assert not guarded_barriers(kernel.func.body, names)
+    bodies = [f.body for f in kernel.functions.values()]  # the ops' own, in device functions
+    assert any(has_barrier(body) for body in bodies)
+    assert not any(guarded_barriers(body, names) for body in bodies)
 
 
 def test_same_plan_renders_both_targets_from_one_builder(kernels):

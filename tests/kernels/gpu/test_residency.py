@@ -54,5 +54,5 @@ def test_device_and_kernel_queries_on_this_gpu():
     regions, gpu, vdevice = plan_programs(dag_model(3, num_ops=4)[0], target, "wavefront")
     (ops, program), = regions
     kernel = build_program(program, ops, gpu, vdevice, target)
-    text = check_program(kernel, build_kernels(kernel.func, target).source, target)
+    text = check_program(kernel, build_kernels(kernel, target).source, target)
     assert "blocks per SM" in text

@@ -37,9 +37,10 @@ def plan():
 def _opencl(plan, transform=None):
     (ops, program), = plan[0]
     kernel = build_program(program, ops, plan[1], plan[2], OPENCL)
-    if transform is not None:
-        kernel.func = kernel.func.with_body(transform(kernel.func.body))
-    return kernel, build_kernels(kernel.func, OPENCL).source
+    if transform is not None:  # the ops' bodies are in their device functions
+        kernel.functions = {name: f.with_body(transform(f.body))
+                            for name, f in kernel.functions.items()}
+    return kernel, build_kernels(kernel, OPENCL).source
 
 
 def _errors(row):
@@ -132,12 +133,12 @@ def test_cuda_named_barrier_shape_diverges_in_opencl(oclgrind, monkeypatch):
         gpu[op][0].body)]
     assert masked, "the DAG's glue and conv rTasks have different thread counts"
     kernel = build_program(program, ops, gpu, vdevice, OPENCL)
-    row = simulate_program(kernel, build_kernels(kernel.func, OPENCL).source, launches=1)
+    row = simulate_program(kernel, build_kernels(kernel, OPENCL).source, launches=1)
     assert _errors(row) == CLEAN and row["max_abs_diff"] < 1e-4
     monkeypatch.setattr("tvm_ios.kernels.gpu.roperator.mask_rtask",
                         lambda body, active: tirx.IfThenElse(active, body, None))
     kernel = build_program(program, ops, gpu, vdevice, OPENCL)
-    row = simulate_program(kernel, build_kernels(kernel.func, OPENCL).source, launches=1)
+    row = simulate_program(kernel, build_kernels(kernel, OPENCL).source, launches=1)
     assert row["errors"]["barrier_divergence"] > 0
 
 
@@ -163,7 +164,7 @@ def _crossed_program(plan):
 
 def test_too_few_simulator_threads_end_with_the_bounded_wait_error(oclgrind, plan):
     kernel = _crossed_program(plan)
-    source = build_kernels(kernel.func, OPENCL).source
+    source = build_kernels(kernel, OPENCL).source
     row = simulate_program(kernel, source, num_threads=2, launches=1)
     assert row["max_abs_diff"] < 1e-4 and _errors(row) == CLEAN
     with pytest.raises(BoundedWaitError, match=r"rProgram crossed: vEU (0|1) waited past its "
@@ -262,7 +263,7 @@ def test_blocks_of_one_rtask_without_a_barrier_between_them_race(oclgrind, one_r
     regions, gpu, vdevice = one_rtask_an_op
     ops, program = regions[0]
     kernel = build_program(program, ops, gpu, vdevice, OPENCL)
-    row = simulate_program(kernel, build_kernels(kernel.func, OPENCL).source, launches=1)
+    row = simulate_program(kernel, build_kernels(kernel, OPENCL).source, launches=1)
     assert row["errors"]["local_races"] > 0, row["errors"]
 
 

@@ -55,7 +55,7 @@ def test_instance_programs_keep_tensors_in_shared_memory_and_match(oclgrind, mon
     assert kernel.program.meta["local_ops"]
     ops = len(kernel.program.ops)
     assert (kernel.op_bodies < ops) if pointers else (kernel.op_bodies == ops)
-    source = build_kernels(kernel.func, OPENCL).source
+    source = build_kernels(kernel, OPENCL).source
     if pointers:
         # a kept tensor at an offset chosen by op (OpenCL's select(b, a, cond))
         assert re.search(r"rp_kept_ptr\[[^\]]*select\(\d+, \d+, [^\]]*op == ", source)
@@ -72,6 +72,6 @@ def test_ops_of_one_kernel_share_one_body_with_chosen_pointers(oclgrind, monkeyp
     (ops, program), = regions
     kernel = build_program(program, ops, gpu, vdevice, OPENCL)
     assert kernel.op_bodies < len(ops)
-    source = build_kernels(kernel.func, OPENCL).source
+    source = build_kernels(kernel, OPENCL).source
     assert "condval" in source  # the pointers are chosen
     _matches(kernel, _global_pointers(source))

@@ -48,7 +48,7 @@ def test_cross_group_reports_are_dropped_and_the_verdict_is_unchanged(oclgrind):
     plan = plan_programs(mod, "nvidia/nvidia-h100", "wavefront")
     (ops, program), = plan[0]
     kernel = build_program(program, ops, plan[1], plan[2], OPENCL)
-    source = build_kernels(kernel.func, OPENCL).source
+    source = build_kernels(kernel, OPENCL).source
     outputs = [kernel.tensors[key][0] for key in kernel.outputs]
     args = (source, program.name, program_arrays(kernel), outputs, program.num_veus,
             kernel.threads, ZERO_THREADS)

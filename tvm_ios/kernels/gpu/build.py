@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass
 
-import tvm
 
 from ... import _tvm
+from .device_functions import inline_functions, module_of, out_of_line
 from .tir_pipeline import build_merged
 
 __all__ = ["GPUModule", "build_kernels", "device_source", "device_sources", "kernel_signatures",
@@ -55,11 +56,26 @@ def device_source(lib, kind: str) -> str:
     return found[0]
 
 
-def build_kernels(funcs, target) -> GPUModule:
-    """Build ``funcs`` (PrimFuncs named by ``global_symbol``) for a CUDA or OpenCL target."""
-    funcs = [funcs] if isinstance(funcs, _tvm.tirx.PrimFunc) else list(funcs)
+def build_kernels(kernels, target) -> GPUModule:
+    """Build persistent kernels for a CUDA or OpenCL target.
+
+    ``kernels``: one or more :class:`~tvm_ios.kernels.gpu.programs.PersistentKernel` (each
+    with the device functions it calls; one function of a name is kept) or PrimFuncs that
+    call none, named by ``global_symbol``.
+    """
+    kernels = [kernels] if not isinstance(kernels, (list, tuple)) else list(kernels)
+    funcs, functions, callers = [], {}, Counter()
+    for kernel in kernels:
+        funcs.append(getattr(kernel, "func", kernel))
+        functions.update(getattr(kernel, "functions", {}))
+        callers.update(getattr(kernel, "functions", {}).keys())
     target = _tvm.make_target(target)
-    mod = tvm.IRModule({f.attrs["global_symbol"]: f for f in funcs})
+    if target.kind.name == "cuda":  # a body several kernels call is compiled once
+        functions = {name: out_of_line(name, f) if callers[name] > 1 else f
+                     for name, f in functions.items()}
+    mod = module_of(funcs, functions)
+    if target.kind.name != "cuda":  # OpenCL's codegen prints kernels only
+        mod = inline_functions(mod)
     mod = _tvm.tirx.transform.BindTarget(target)(mod)
     lib = build_merged(mod, target)
     kind = target.kind.name

@@ -7,10 +7,12 @@ the kernel does not grow with the number of vEUs. Each block loops over its entr
 * a barrier-rTask: its first threads poll one awaited step each (acquire), for at most
   ``wait_bound`` microseconds of the GPU's ``%globaltimer`` on CUDA (polls on OpenCL);
   then a block barrier;
-* a compute rTask: the op's TVM kernel body for that rTask index (masked to the rTask's
-  threads, every barrier reached by all: :mod:`tvm_ios.kernels.gpu.rtask_mask`; one body
-  for the ops of one kernel: :mod:`tvm_ios.kernels.gpu.shared_bodies`); then a block
-  barrier and thread 0 publishes ``step[vEU] = k + 1`` (release).
+* a compute rTask: a call of the device function of the op's TVM kernel for that rTask
+  index (masked to the rTask's threads, every barrier reached by all:
+  :mod:`tvm_ios.kernels.gpu.rtask_mask`; one function per distinct kernel:
+  :mod:`tvm_ios.kernels.gpu.device_functions`; one call for the ops of one kernel:
+  :mod:`tvm_ios.kernels.gpu.shared_bodies`); then a block barrier and thread 0 publishes
+  ``step[vEU] = k + 1`` (release).
 
 The step array is a workspace the caller passes as the last (output) argument; the
 function zeroes it with a small kernel before the persistent one, so every call has its own
@@ -32,6 +34,7 @@ from ... import _tvm
 from ..bounded_wait import DEFAULT_WAIT_BOUND
 from ..rprogram import RProgram
 from ..veu_memory import shared_views
+from .device_functions import DeviceFunctions
 from .shared_bodies import body_groups, op_bodies
 from ..tir_util import i32, launch, seq
 from ..tvm_kernels import tensor_buffer
@@ -206,9 +209,10 @@ class _Kernel:
 def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inputs: list,
                               outputs: list, vdevice: VDevice, args_of: dict, sync,
                               wait_bound: int = DEFAULT_WAIT_BOUND, kept=None):
-    """``(func, tables, bodies)``: the persistent-kernel PrimFunc (lowered form) of
-    ``program``, its tables and how many op bodies it holds (ops of one kernel share one:
-    :mod:`~tvm_ios.kernels.gpu.shared_bodies`).
+    """``(func, tables, bodies, functions)``: the persistent-kernel PrimFunc (lowered form)
+    of ``program``, its tables, how many op bodies it holds (ops of one kernel share one:
+    :mod:`~tvm_ios.kernels.gpu.shared_bodies`) and the device functions they call (name ->
+    private PrimFunc: :mod:`~tvm_ios.kernels.gpu.device_functions`).
 
     Parameters
     ----------
@@ -245,9 +249,9 @@ def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inpu
     k = _Kernel(program, tables, threads, smem_bytes, sync)
     kind, rtask = (k.table("entries", k.e * i32(4) + i32(j)) for j in (0, 2))
     op = tirx.Var("op", "int32")  # uniform in the block: the entry's op
+    functions = DeviceFunctions(threads, sync.smem_scope, sync.block_barrier())
     bodies = op_bodies(groups, op_ids, rops, args_of, bufs, op, lambda rop, buffers:
-                       rop.task_body(rtask, k.tid, threads, buffers, k.smem,
-                                     sync.block_barrier()), arena,
+                       functions.call(rop, buffers, arena, rtask, k.tid, k.smem), arena,
                        sync.chosen_pointers)
     entry = tirx.IfThenElse(kind == i32(BARRIER), k.wait_entry(), seq([
         tirx.Bind(op, k.table("entries", k.e * i32(4) + i32(1))), k.compute_entry(bodies)]))
@@ -265,4 +269,4 @@ def build_persistent_primfunc(program: RProgram, rops: dict, tensors: dict, inpu
               + [bufs[key] for key in outputs] + [k.steps])
     func = tirx.PrimFunc(params, seq([k.zero_kernel(), body]))
     func = func.with_attr("global_symbol", program.name).with_attr("tirx.noalias", True)
-    return sync.kernel_attrs(func), tables, len(bodies)
+    return sync.kernel_attrs(func), tables, len(bodies), functions.functions

@@ -138,7 +138,7 @@ def gpu_rprograms(mod, target, policy: str = "ios", schedule=None, func_name: st
     out = []
     for ops, program in regions:
         kernel = build_program(program, ops, gpu, vdevice, target, wait_bound)
-        built = build_kernels(kernel.func, target)
+        built = build_kernels(kernel, target)
         out.append(GPUProgram(program, built.source, kernel.summary(target), kernel))
     return out
 
@@ -152,7 +152,9 @@ class PersistentKernel:
 
     Its parameters are ``inputs``, then the int32 ``tables`` (in order), then ``outputs``,
     then the step workspace (``workspace.words`` int32, any content: the function zeroes it
-    before the kernel runs): destination-passing style, for ``call_dps_packed``.
+    before the kernel runs): destination-passing style, for ``call_dps_packed``. It calls
+    the device ``functions`` (:mod:`~tvm_ios.kernels.gpu.device_functions`), which a build
+    takes with it (:func:`~tvm_ios.kernels.gpu.build.build_kernels`).
     """
 
     program: object
@@ -165,7 +167,8 @@ class PersistentKernel:
     sync: object = None
     tensors: dict = field(default_factory=dict)  # tensor key -> (name, shape, dtype)
     steps: dict = field(default_factory=dict)    # op name -> its KernelStep
-    op_bodies: int = 0  # kernel bodies it holds (ops of one kernel share one)
+    op_bodies: int = 0  # device-function calls it holds (ops of one kernel share one)
+    functions: dict = field(default_factory=dict)  # device functions it calls, by name
 
     @property
     def workspace(self) -> Workspace:
@@ -186,6 +189,7 @@ class PersistentKernel:
                 "threads_per_veu": threads, "rtasks": program.num_tasks,
                 "barriers": program.num_barriers, "dynamic_shared_bytes": smem,
                 "ops": list(program.ops), "op_bodies": self.op_bodies,
+                "device_functions": len(self.functions),
                 "table_words": sum(len(v) for v in self.tables.values()),
                 "workspace_words": self.workspace.words,
                 "wait_bound": self.tables["config"][0],
@@ -219,10 +223,10 @@ def build_program(program, ops, gpu, vdevice, target, wait_bound: int = DEFAULT_
     rops = {op: gpu[op][0] for op in ops}
     sync = sync_for(_tvm.make_target(target))
     kept = _kept(program, ops, gpu, tensors, local) if local else None
-    func, tables, bodies = build_persistent_primfunc(program, rops, tensors, inputs, outs,
-                                                     vdevice, args_of, sync, wait_bound, kept)
+    func, tables, bodies, functions = build_persistent_primfunc(
+        program, rops, tensors, inputs, outs, vdevice, args_of, sync, wait_bound, kept)
     return PersistentKernel(program, func, tables, inputs, outs, rops, vdevice, sync, tensors,
-                            {op: gpu[op][1] for op in ops}, bodies)
+                            {op: gpu[op][1] for op in ops}, bodies, functions)
 
 
 def _kept(program, ops, gpu, tensors, local):

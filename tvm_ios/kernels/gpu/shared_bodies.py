@@ -1,19 +1,18 @@
-"""Ops of one kernel share one body in a persistent kernel: the tensors are chosen by op.
+"""Ops of one kernel share one call in a persistent kernel: the tensors are chosen by op.
 
 GraphTurbo's instances repeat a few kernels on other tensors: Inception V3 at 299 px is
-10 734 ops of 377 distinct kernels. With one body per op the persistent kernels of that
-rewrite were 289 MB of CUDA. Here the ops of a program that run one lowered kernel
-(:attr:`~tvm_ios.kernels.gpu.roperator.GPUROperator.kernel`, the same grain, tensors in the
-same memory) get consecutive op ids and one body; each of the body's parameters is bound,
-before the body, to the tensor of the entry's op:
+10 734 ops of 377 distinct kernels. Each distinct kernel is one device function
+(:mod:`~tvm_ios.kernels.gpu.device_functions`); here the ops of a program that run one
+lowered kernel (:attr:`~tvm_ios.kernels.gpu.roperator.GPUROperator.kernel`, the same
+grain, tensors in the same memory) get consecutive op ids and one call; each of its
+arguments is bound, before the call, to the tensor of the entry's op:
 
 * tensors in global memory: a data pointer, ``Select(op == i, a_i, ...)``;
 * views into the block's kept shared memory (GraphTurbo's LB scope): an element offset into
-  the one arena, chosen the same way (every view's accesses become the arena's at its
-  offset: :func:`~tvm_ios.kernels.veu_memory.at_arena`).
+  the one arena, chosen the same way.
 
 Only a parameter whose tensor differs between the ops is chosen; the others keep their
-buffer. A group whose parameters differ in shape or type keeps one body per op.
+buffer. A group whose parameters differ in shape or type keeps one call per op.
 """
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ import logging
 
 from ... import _tvm
 from ..tir_util import i32, seq
-from ..veu_memory import at_arena
 
 __all__ = ["body_groups", "op_bodies"]
 
@@ -98,20 +96,16 @@ def _parameters(group, ids, args_of, bufs, op_var, arena, pointers):
     return stmts, out
 
 
-def _body(task_body, rop, buffers, arena):
-    """The rOperator's body over ``buffers``, its views' accesses made the arena's."""
-    return at_arena(task_body(rop, buffers), [b for b in buffers if _scope(b) != "global"],
-                    arena)
-
-
 def op_bodies(groups, op_ids: dict, rops: dict, args_of: dict, bufs: dict, op_var,
-              task_body, arena=None, pointers: bool = True) -> list:
+              run, arena=None, pointers: bool = True) -> list:
     """One guarded body per group of :func:`body_groups` (ids consecutive in ``op_ids``),
     or one per op where a group's tensors cannot be chosen by op.
 
-    ``task_body(rop, buffers)`` gives an rOperator's body over ``buffers``; ``arena`` is
-    the kept shared-memory buffer the views point into; ``pointers``: whether global
-    tensors may be chosen (as data pointers: ``sync.chosen_pointers``).
+    ``run(rop, buffers)`` gives the statement that runs an rOperator over ``buffers`` (a
+    call of its device function: :class:`~tvm_ios.kernels.gpu.device_functions.
+    DeviceFunctions`); ``arena`` is the kept shared-memory buffer the views point into;
+    ``pointers``: whether global tensors may be chosen (as data pointers:
+    ``sync.chosen_pointers``).
     """
     bodies = []
     for group in groups:
@@ -120,12 +114,12 @@ def op_bodies(groups, op_ids: dict, rops: dict, args_of: dict, bufs: dict, op_va
         if len(group) > 1:
             chosen = _parameters(group, ids, args_of, bufs, op_var, arena, pointers)
         if chosen is None:
-            bodies += [tirx.IfThenElse(op_var == i32(i), _body(task_body, rops[op], [
-                bufs[k] for k in args_of[op]], arena), None) for op, i in zip(group, ids)]
+            bodies += [tirx.IfThenElse(op_var == i32(i), run(rops[op], [
+                bufs[k] for k in args_of[op]]), None) for op, i in zip(group, ids)]
             continue
         stmts, buffers = chosen
         inside = (op_var >= i32(ids[0])) & (op_var <= i32(ids[-1]))
-        bodies.append(tirx.IfThenElse(inside, seq(stmts + [_body(task_body, rops[group[0]],
-                                                                 buffers, arena)]), None))
+        bodies.append(tirx.IfThenElse(inside, seq(stmts + [run(rops[group[0]], buffers)]),
+                                      None))
     logger.debug("%d ops, %d bodies", len(op_ids), len(bodies))
     return bodies
