@@ -4,7 +4,8 @@ The kernels are already lowered up to the merge (:mod:`tvm_ios.kernels.gpu.tir_p
 TVM's own pipeline after the cut splits host and device code and packs the API, and TVM's
 codegen prints the device source. All kernels of a module go into one runtime module (one
 host module importing one CUDA or OpenCL module), which ``RProgramPass`` attaches to the
-Relax module as ``external_mods``.
+Relax module as ``external_mods``; the device functions the kernels call go in with them
+(:mod:`~tvm_ios.kernels.gpu.device_functions`).
 """
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import logging
 import re
 from collections import Counter
 from dataclasses import dataclass
-
 
 from ... import _tvm
 from .device_functions import inline_functions, module_of, out_of_line
