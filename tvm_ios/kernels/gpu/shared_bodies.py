@@ -89,8 +89,7 @@ def _parameters(group, ids, args_of, bufs, op_var, arena, pointers):
             continue
         if arena is None or any(not isinstance(b.elem_offset, tirx.IntImm) for b in chosen):
             return None
-        offset = tirx.Var(f"{name}_offset", first.elem_offset.ty)
-        stmts.append(tirx.Bind(offset, _chosen(op_var, ids, [b.elem_offset for b in chosen])))
+        offset = _chosen(op_var, ids, [b.elem_offset for b in chosen])  # the call's argument
         out.append(tirx.decl_buffer(first.shape, first.dtype, name, elem_offset=offset,
                                     scope=_scope(first)))
     return stmts, out
