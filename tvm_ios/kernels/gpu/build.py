@@ -67,8 +67,9 @@ def build_kernels(kernels, target) -> GPUModule:
     funcs, functions, callers = [], {}, Counter()
     for kernel in kernels:
         funcs.append(getattr(kernel, "func", kernel))
-        functions.update(getattr(kernel, "functions", {}))
-        callers.update(getattr(kernel, "functions", {}).keys())
+        calls = getattr(kernel, "functions", {})
+        functions.update(calls)
+        callers.update(calls.keys())
     target = _tvm.make_target(target)
     if target.kind.name == "cuda":  # a body several kernels call is compiled once
         functions = {name: out_of_line(name, f) if callers[name] > 1 else f

@@ -48,8 +48,11 @@ def _scope(buf) -> str:
     return str(buf.scope())
 
 
-def _pointer(name: str, dtype: str, scope: str):
-    return tirx.Var(name, tvm.ir.PointerType(tvm.ir.PrimType(dtype), scope))
+def _over_parameter(name: str, shape, dtype: str, scope: str):
+    """``(parameter, buffer, declaration)``: a pointer parameter and a buffer over it."""
+    data = tirx.Var(name, tvm.ir.PointerType(tvm.ir.PrimType(dtype), scope))
+    buf = tirx.decl_buffer(shape, dtype, name, data=data, scope=scope)
+    return data, buf, tirx.DeclBuffer(buf, data=data)
 
 
 class DeviceFunctions:
@@ -90,32 +93,27 @@ class DeviceFunctions:
     def _function(self, rop, buffers, arena):
         """The private PrimFunc: parameters as :meth:`call` passes them."""
         params, decls, inner, views = [], [], [], []
+
+        def pointer(name, shape, dtype, scope):
+            data, buf, decl = _over_parameter(name, shape, dtype, scope)
+            params.append(data)
+            decls.append(decl)
+            return buf
         for p, buf in enumerate(buffers):
             if _scope(buf) == "global":
-                data = _pointer(f"t{p}", buf.dtype, "global")
-                own = tirx.decl_buffer(buf.shape, buf.dtype, f"t{p}", data=data)
-                decls.append(tirx.DeclBuffer(own, data=data))
-            else:
-                data = tirx.Var(f"t{p}_offset", buf.elem_offset.ty)
-                own = tirx.decl_buffer(buf.shape, buf.dtype, f"t{p}",
-                                       elem_offset=data, scope=_scope(buf))
-                views.append(own)
-            params.append(data)
-            inner.append(own)
-        kept = None
+                inner.append(pointer(f"t{p}", buf.shape, buf.dtype, "global"))
+                continue
+            offset = tirx.Var(f"t{p}_offset", buf.elem_offset.ty)
+            params.append(offset)
+            views.append(tirx.decl_buffer(buf.shape, buf.dtype, f"t{p}", elem_offset=offset,
+                                          scope=_scope(buf)))
+            inner.append(views[-1])
+        kept = smem = None
         if views:
-            data = _pointer("rp_kept", arena.dtype, _scope(arena))
-            kept = tirx.decl_buffer((STATIC_SHARED_BYTES // 4,), arena.dtype, "rp_kept",
-                                    data=data, scope=_scope(arena))
-            params.append(data)
-            decls.append(tirx.DeclBuffer(kept, data=data))
-        smem = None
+            kept = pointer("rp_kept", (STATIC_SHARED_BYTES // 4,), arena.dtype, _scope(arena))
         if rop.smem_var is not None:
-            data = _pointer("rp_smem", "float32", self.smem_scope)
-            smem = tirx.decl_buffer((max(-(-rop.smem_bytes // 4), 4),), "float32", "rp_smem",
-                                    data=data, scope=self.smem_scope)
-            params.append(data)
-            decls.append(tirx.DeclBuffer(smem, data=data))
+            smem = pointer("rp_smem", (max(-(-rop.smem_bytes // 4), 4),), "float32",
+                           self.smem_scope)
         rtask, tid = tirx.Var("rtask", "int32"), tirx.Var("tid", "int32")
         body = rop.task_body(rtask, tid, self.threads, inner, smem, self.barrier)
         return tirx.PrimFunc(params + [rtask, tid], seq(decls + [at_arena(body, views, kept)]))
