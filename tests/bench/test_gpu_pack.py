@@ -18,9 +18,12 @@ def test_plan_covers_every_variant_of_the_quick_models():
     assert "squeezenet-64px-b1-ios-graphturbo" in {s.name for s in specs}
     full = {s.name for s in gpu_pack.plan(gpu_pack.FULL_MODELS)}
     assert "inception_v3-299px-b1-ios-rprogram" in full
-    assert not any(name.endswith("ios-graphturbo") for name in full)  # opt-in at full size
-    assert "inception_v3-299px-b1-ios-graphturbo" in {s.name for s in gpu_pack.plan(
-        gpu_pack.FULL_MODELS, ["ios-graphturbo"])}
+    assert "inception_v3-299px-b1-ios-graphturbo" in full
+    assert "randwire-b1-ios-graphturbo" not in full  # opt-in for that model
+    assert not any(name.endswith("ios-graphturbo-checked") for name in full)  # opt-in
+    assert "inception_v3-299px-b1-ios-graphturbo-checked" in {s.name for s in gpu_pack.plan(
+        gpu_pack.FULL_MODELS, ["ios-graphturbo-checked"])}
+    assert gpu_pack.VARIANTS["ios-graphturbo"][2] is False  # a timing build
     with pytest.raises(ValueError, match="unknown variants"):
         gpu_pack.plan({"dag": None}, ["ios-nothing"])
 

@@ -129,3 +129,18 @@ def test_cuda_keeps_instance_outputs_in_shared_memory():
     with tvm.target.Target(H100):
         cubin = nvcc.compile_cuda(source, target_format="cubin", compiler="nvcc")
     assert len(cubin) > 1000
+
+
+def test_a_timing_build_has_neither_wait_nor_argument_checks():
+    """``check_waits`` and ``check_args`` reach the rProgram pass: a timing build leaves
+    the dataflow block last (no bounded-wait check after it) and the kernels' host stubs
+    without TVM's argument checks."""
+    mod, _ = dag_model(1, num_ops=5, channels=8, size=16, p=0.3)
+    builds = {checks: GraphTurboRProgramPass(tiny(8 * 1024), target=H100,
+                                             check_waits=checks, check_args=checks)(mod)
+              for checks in (True, False)}
+    for checks, new in builds.items():
+        last = new["main"].body.blocks[-1]
+        assert isinstance(last, tvm.relax.DataflowBlock) is not checks
+        (lib,) = new.attrs["external_mods"]
+        assert (".byte_offset" in lib.inspect_source("ll")) is checks

@@ -121,6 +121,26 @@ def test_bounded_wait_records_are_checked_after_the_dataflow():
     assert isinstance(unchecked["main"].body.blocks[-1], relax.DataflowBlock)
 
 
+def _argument_checks(new) -> int:
+    """Assertions on the arguments' offsets in the host code of the rProgram kernels."""
+    (lib,) = new.attrs["external_mods"]
+    return lib.inspect_source("ll").count(".byte_offset")
+
+
+def test_host_stubs_check_their_arguments_unless_told_not_to():
+    """TVM's checks of each argument (here: its byte offset) are in the host stubs of a
+    correctness build; a timing build has none, and still launches every program."""
+    mod, _ = dag_model(3, num_ops=8, channels=16, size=14, p=0.35)
+    checked = RProgramPass("ios", target=H100)
+    new = checked(mod)
+    tensors = sum(len(k.inputs) + len(k.outputs) for k in checked.backend.kernels)
+    assert tensors and _argument_checks(new) >= tensors
+    timing = RProgramPass("ios", target=H100, check_args=False, check_waits=False)
+    new = timing(mod)
+    assert _argument_checks(new) == 0
+    _check_compiled(new, timing)
+
+
 def test_llvm_default_and_bad_arguments():
     mod, _ = dag_model(1, num_ops=4)
     before = tvm_ffi.structural_hash(mod["main"])

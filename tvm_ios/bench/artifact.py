@@ -74,13 +74,15 @@ def _recipes(inputs, weights, params, seed):
 
 def _apply_variant(mod, variant: str, target, ios_options: dict, checks: bool = True):
     """Rewrite ``mod`` for ``variant``; returns (module, schedule JSON or None). Without
-    ``checks`` an rProgram build carries no per-call bounded-wait check (a timing build)."""
+    ``checks`` an rProgram build carries no per-call bounded-wait check and its kernels'
+    host stubs no argument checks (a timing build)."""
     if variant == "tvm-default":
         return mod, None
     if variant == "ios-graphturbo":  # GraphTurbo's instances as rTasks of rPrograms
         from ..passes.graphturbo_rprogram import GraphTurboRProgramPass
 
-        return GraphTurboRProgramPass(target=target, **ios_options)(mod), None
+        return GraphTurboRProgramPass(target=target, check_waits=checks, check_args=checks,
+                                      **ios_options)(mod), None
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
     from ..cost.analytical import AnalyticalCostModel
@@ -97,7 +99,8 @@ def _apply_variant(mod, variant: str, target, ios_options: dict, checks: bool = 
         from ..passes.rprogram_pass import RProgramPass
 
         rewritten = RProgramPass(options.get("policy", "ios"), cost_model=cost_model,
-                                 target=target, kernels=kernels, check_waits=checks)(mod)
+                                 target=target, kernels=kernels, check_waits=checks,
+                                 check_args=checks)(mod)
     else:
         from ..passes.ios_pass import IOSPass
 
@@ -205,8 +208,9 @@ def build_artifact(mod, params: dict, out_dir, *, model: str, batch: int, target
         PyTorch baselines rebuild the same model on the GPU host.
     checks : bool
         Keep the per-call checks (an rProgram's bounded-wait record, read after each call:
-        take/equal launches, a host copy and a callback): a correctness build. False: a
-        timing build without them. Recorded as ``flags["checks"]``.
+        take/equal launches, a host copy and a callback; TVM's checks of the arguments in
+        the kernels' host stubs): a correctness build. False: a timing build without them.
+        Recorded as ``flags["checks"]``.
     pass_config : dict, optional
         TVM PassContext options of the compile (``{"relax.backend.use_cuda_graph": True}``:
         TVM's CUDA graph build); recorded as ``flags["pass_config"]``.

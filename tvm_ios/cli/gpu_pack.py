@@ -55,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", nargs="+", default=["quick"],
                         help="quick, full, or zoo names (NAME@SIZE for an input size)")
     parser.add_argument("--variants", nargs="+", default=None,
-                        help="default: all (full-size models: all but ios-graphturbo)")
+                        help="default: all (full size: not ios-graphturbo-checked, nor "
+                             "ios-graphturbo on randwire and nasnet_a)")
     parser.add_argument("--target", default="nvidia/nvidia-h100")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="stop building new artifacts after this many seconds")

@@ -67,19 +67,24 @@ class GraphTurboRProgramPass:
         Tuned kernels for the CPU vDevice's vEUs, as for
         :class:`~tvm_ios.passes.rprogram_pass.RProgramPass` (tuned for whole ops: an
         instance's op on a slice has another shape, found in the database only if tuned too).
+    check_waits, check_args : bool
+        As for :class:`~tvm_ios.passes.rprogram_pass.RProgramPass` (GPU targets): each
+        program's bounded-wait record checked after the call; TVM's argument checks in the
+        kernels' host stubs. Both off: a timing build.
     """
 
     def __init__(self, hw=None, target="llvm", num_veus: int | None = None,
                  order: str = "auto", oversize: str = "error",
                  max_ops: int | None = INSTANCE_PROGRAM_OPS, func_name: str = "main",
-                 kernels=None):
+                 kernels=None, check_waits: bool = True, check_args: bool = True):
         self.hw = get_hw(hw if hw is not None else default_hw(target))
         self.split = _tvm.Sequential([
             GroupSubgraphs(self.hw, func_name),
             SplitInstances(order=order, oversize=oversize, func_name=func_name, outline=False),
             OrderInstances(func_name)])
         self.rewrite = RProgramPass("instances", num_veus=num_veus, func_name=func_name,
-                                    target=target, max_ops=max_ops, kernels=kernels)
+                                    target=target, max_ops=max_ops, kernels=kernels,
+                                    check_waits=check_waits, check_args=check_args)
         self.func_name = func_name
 
     @property

@@ -48,15 +48,16 @@ logger = logging.getLogger(__name__)
 
 
 def make_backend(target, num_veus: int | None, wait_bound: int = DEFAULT_WAIT_BOUND,
-                 kernels=None, balance: bool = False):
+                 kernels=None, balance: bool = False, check_args: bool = True):
     """The backend of ``target`` (``llvm``, a CUDA or an OpenCL target); ``kernels``: a kernel
-    database whose tuned kernels the CPU vDevice inlines (:mod:`tvm_ios.kernels.tuned_build`)."""
+    database whose tuned kernels the CPU vDevice inlines (:mod:`tvm_ios.kernels.tuned_build`);
+    ``check_args``: whether the GPU kernels' host stubs check their arguments."""
     target = _tvm.make_target(target)
     kind = target.kind.name
     if kind == "llvm":
         return CPUBackend(num_veus, wait_bound, kernels, balance)
     if kind in ("cuda", "opencl"):
-        return GPUBackend(target, num_veus, wait_bound)
+        return GPUBackend(target, num_veus, wait_bound, check_args)
     raise ValueError(f"RProgramPass: no rProgram backend for target kind {kind!r} "
                      "(llvm, cuda and opencl are supported)")
 
@@ -163,11 +164,12 @@ class GPUBackend:
     errors = (UnsupportedKernel, ResidencyError)
 
     def __init__(self, target, num_veus: int | None = None,
-                 wait_bound: int = DEFAULT_WAIT_BOUND):
+                 wait_bound: int = DEFAULT_WAIT_BOUND, check_args: bool = True):
         if num_veus is not None:
             raise ValueError("RProgramPass: num_veus sets the CPU vDevice; on a GPU the "
                              "policy sizes each program within the device's occupancy")
         self.target, self.kind, self.wait_bound = target, target.kind.name, wait_bound
+        self.check_args = check_args
         self.wait_unit = "polls"
         if self.kind == "cuda":  # a time: microseconds of %globaltimer ($TVM_IOS_WAIT_US)
             self.wait_unit = "us"
@@ -239,12 +241,13 @@ class GPUBackend:
 
     def finish(self, mod):
         """``mod`` with the rProgram kernels, built into one runtime module (one CUDA or
-        OpenCL module beside TVM's), added to its ``external_mods``."""
+        OpenCL module beside TVM's), added to its ``external_mods``; their host stubs check
+        each argument unless the backend was made without ``check_args``."""
         from ..kernels.gpu.build import build_kernels
 
         if not self.kernels:
             return mod
-        built = build_kernels(self.kernels, self.target)
+        built = build_kernels(self.kernels, self.target, arg_checks=self.check_args)
         self.source = built.source
         attrs = dict(mod.attrs) if mod.attrs else {}
         return mod.with_attr("external_mods",

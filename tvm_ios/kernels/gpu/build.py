@@ -56,12 +56,14 @@ def device_source(lib, kind: str) -> str:
     return found[0]
 
 
-def build_kernels(kernels, target) -> GPUModule:
+def build_kernels(kernels, target, arg_checks: bool = True) -> GPUModule:
     """Build persistent kernels for a CUDA or OpenCL target.
 
     ``kernels``: one or more :class:`~tvm_ios.kernels.gpu.programs.PersistentKernel` (each
     with the device functions it calls; one function of a name is kept) or PrimFuncs that
-    call none, named by ``global_symbol``.
+    call none, named by ``global_symbol``. ``arg_checks=False`` leaves out the host stubs'
+    checks of each argument (type, shape, dtype, device): for kernels only a Relax VM
+    calls, with the tensors its module's types fix.
     """
     kernels = [kernels] if not isinstance(kernels, (list, tuple)) else list(kernels)
     funcs, functions, callers = [], {}, Counter()
@@ -78,7 +80,7 @@ def build_kernels(kernels, target) -> GPUModule:
     if target.kind.name != "cuda":  # OpenCL's codegen prints kernels only
         mod = inline_functions(mod)
     mod = _tvm.tirx.transform.BindTarget(target)(mod)
-    lib = build_merged(mod, target)
+    lib = build_merged(mod, target, arg_checks)
     kind = target.kind.name
     return GPUModule(lib, device_source(lib, kind), kind)
 

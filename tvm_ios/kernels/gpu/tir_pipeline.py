@@ -102,13 +102,16 @@ def lower_to_merge(mod, config: dict | None = None, before_cut=()):
         return tvm.transform.Sequential([*before_cut, cut])(mod)
 
 
-def build_merged(mod, target):
+def build_merged(mod, target, arg_checks: bool = True):
     """Build already merged kernels: TVM's pipeline after ``CUT``, its finalisation, codegen.
 
+    Without ``arg_checks`` the host stubs keep none of the packed API's assertions (TVM's
+    ``tirx.disable_assert``): no check of each argument's type, shape, dtype and device.
     Returns the runtime module of ``tirx.build``.
     """
     half = _Half(head=False)
-    with tvm.transform.PassContext(instruments=[half]):
+    config = {} if arg_checks else {"tirx.disable_assert": True}
+    with tvm.transform.PassContext(config=config, instruments=[half]):
         lib = _tvm.tirx.build(mod, target=target, pipeline="default")
     if not half.found:
         raise PipelineCutError(f"TVM's default TIR pipeline has no pass {CUT}: its tail "
