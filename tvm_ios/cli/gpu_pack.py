@@ -2,7 +2,7 @@
 
     tvm-ios gpu-pack -o gpu_day                      # quick: synthetic DAG, SqueezeNet 64 px
     tvm-ios gpu-pack -o gpu_day --models full        # the table: Inception V3 299, SqueezeNet,
-                                                     # RandWire, NASNet-A (hours; see docs/gpu.md)
+                                                     # RandWire, NASNet-A (21 minutes; docs/gpu.md)
     tvm-ios gpu-pack -o rehearsal --target llvm      # the same pack of llvm artifacts
 
 Writes ``DIR/artifacts/*`` (kept when valid, so a second call only packs), and
