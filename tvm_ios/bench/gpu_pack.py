@@ -56,7 +56,7 @@ QUICK_MODELS = {"dag": None, "squeezenet": 64}
 #: variant -> the full-size models it is left out of unless named, for the pack's
 #: 30-minute build (the quick set has every variant). GraphTurbo's checked build: Inception
 #: V3 at 299 px is 425 rPrograms of 10 734 ops whose host stubs check dozens of tensors
-#: each, 979 s here (333 s as a timing build). GraphTurbo on RandWire: many instances hold
+#: each, 979 s here (321 s as a timing build). GraphTurbo on RandWire: many instances hold
 #: a pointwise convolution's bias that lowers to two kernels and cuts the programs, 2081 of
 #: them; that build alone ran 28 minutes. NASNet-A's, larger, was not tried.
 FULL_SIZE_OPT_IN = {"ios-graphturbo-checked": tuple(FULL_MODELS),

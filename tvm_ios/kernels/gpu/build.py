@@ -62,7 +62,7 @@ def build_kernels(kernels, target, arg_checks: bool = True) -> GPUModule:
     ``kernels``: one or more :class:`~tvm_ios.kernels.gpu.programs.PersistentKernel` (each
     with the device functions it calls; one function of a name is kept) or PrimFuncs that
     call none, named by ``global_symbol``. ``arg_checks=False`` leaves out the host stubs'
-    checks of each argument (type, shape, dtype, device): for kernels only a Relax VM
+    checks of each argument (type, shape, dtype, device, offset): for kernels only a VM
     calls, with the tensors its module's types fix.
     """
     kernels = [kernels] if not isinstance(kernels, (list, tuple)) else list(kernels)

@@ -106,7 +106,7 @@ def build_merged(mod, target, arg_checks: bool = True):
     """Build already merged kernels: TVM's pipeline after ``CUT``, its finalisation, codegen.
 
     Without ``arg_checks`` the host stubs keep none of the packed API's assertions (TVM's
-    ``tirx.disable_assert``): no check of each argument's type, shape, dtype and device.
+    ``tirx.disable_assert``): no check of each argument's type, shape, dtype, device and offset.
     Returns the runtime module of ``tirx.build``.
     """
     half = _Half(head=False)
