@@ -217,7 +217,8 @@ class GPUBackend:
         from ..kernels.gpu.residency import check_program
 
         try:
-            check_program(kernel, build_kernels(kernel, self.target).source, self.target)
+            source = build_kernels(kernel, self.target, arg_checks=False).source  # device code only
+            check_program(kernel, source, self.target)
         except (RuntimeError, OSError) as err:  # no driver library, no nvcc: launch decides
             logger.warning("RProgramPass: could not check %s on this GPU (%s); its launch is "
                            "cooperative, so a grid that cannot be resident fails to launch",
